@@ -1,0 +1,162 @@
+package s3io
+
+import (
+	"fmt"
+	"net"
+	"net/url"
+	"strings"
+)
+
+// Compression names how object bytes are decompressed before framing.
+type Compression string
+
+// The compression modes. Auto, the default, decides per object: by key extension first
+// (.gz/.gzip, .zst/.zstd), then by the object's leading magic bytes, else none.
+const (
+	CompressionAuto Compression = "auto"
+	CompressionNone Compression = "none"
+	CompressionGzip Compression = "gzip"
+	CompressionZstd Compression = "zstd"
+)
+
+// Defaults applied to zero-valued Config fields.
+const (
+	DefaultFramer           = "lines"
+	DefaultSplitTargetBytes = 64 << 20
+	DefaultMaxSplitMembers  = 1024
+	DefaultMaxRecordBytes   = 16 << 20
+)
+
+// Hard limits that keep a position packable into an int64 (see Position.Pack) and a
+// record buffer allocatable.
+const (
+	maxSplitMembersLimit = 1 << memberBits
+	maxRecordBytesLimit  = 1 << 30
+)
+
+// Config says what to read and how. Every field is a plain value: the Config travels inside
+// the pipeline graph to every worker, so it must never hold a credential. Credentials come
+// from the standard AWS chain on each worker (environment, shared config and profile, web
+// identity, IMDS / container roles).
+//
+// Zero values mean defaults; Validate reports a field that cannot work, naming it.
+type Config struct {
+	// Bucket is the S3 bucket to read (required; S3 bucket naming rules).
+	Bucket string
+	// Prefix selects the keys to read; empty reads the whole bucket.
+	Prefix string
+	// Region is the bucket's AWS region. Empty takes the region from the worker's AWS
+	// configuration (AWS_REGION, profile), or "us-east-1" when Endpoint is set.
+	Region string
+	// Endpoint is the URL of an S3-compatible service (http or https). Empty uses AWS S3.
+	// Plain http is only ever used when it is spelled out here.
+	Endpoint string
+	// UsePathStyle addresses the bucket as https://endpoint/bucket instead of
+	// https://bucket.endpoint, as most S3-compatible servers need.
+	UsePathStyle bool
+	// Framer names the registered RecordFramer that cuts decompressed bytes into records:
+	// "lines" (default), "ndjson", "u32be", or one added with RegisterFramer.
+	Framer string
+	// Compression is CompressionAuto (default), CompressionNone, CompressionGzip or
+	// CompressionZstd.
+	Compression Compression
+	// SplitTargetBytes is the stored size the planner packs whole objects into per split
+	// descriptor (default 64 MiB). An object larger than this gets a descriptor of its own.
+	SplitTargetBytes int64
+	// MaxSplitMembers bounds the objects in one descriptor (default 1024), which bounds the
+	// size of a descriptor and of its restriction whatever the object sizes.
+	MaxSplitMembers int
+	// MaxRecordBytes bounds one record (default 16 MiB). A longer record fails its object
+	// instead of growing memory without bound.
+	MaxRecordBytes int
+	// VerifyChecksums asks S3 for the object's stored checksum on every GET and validates
+	// the body against it. Off by default: reads are already pinned to the planned ETag and
+	// the validation costs more CPU than gzip decoding.
+	VerifyChecksums bool
+}
+
+// withDefaults returns c with zero-valued fields replaced by their defaults.
+func (c Config) withDefaults() Config {
+	if c.Framer == "" {
+		c.Framer = DefaultFramer
+	}
+	if c.Compression == "" {
+		c.Compression = CompressionAuto
+	}
+	if c.SplitTargetBytes == 0 {
+		c.SplitTargetBytes = DefaultSplitTargetBytes
+	}
+	if c.MaxSplitMembers == 0 {
+		c.MaxSplitMembers = DefaultMaxSplitMembers
+	}
+	if c.MaxRecordBytes == 0 {
+		c.MaxRecordBytes = DefaultMaxRecordBytes
+	}
+	return c
+}
+
+// Validate reports the first field of c that cannot work, with what to do about it.
+// Read, Plan and ReadSplits call it at pipeline construction and panic with its error, as
+// Beam transforms do, so a bad Config never reaches a worker.
+func (c Config) Validate() error {
+	c = c.withDefaults()
+	if err := validateBucketName(c.Bucket); err != nil {
+		return err
+	}
+	if c.Endpoint != "" {
+		u, err := url.Parse(c.Endpoint)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return fmt.Errorf("s3io: Config.Endpoint %q is not an http(s) URL such as https://s3.example.com or http://127.0.0.1:9000", c.Endpoint)
+		}
+	}
+	if _, ok := lookupFramer(c.Framer); !ok {
+		return fmt.Errorf("s3io: Config.Framer %q is not registered; use one of %s, or call s3io.RegisterFramer in an init function", c.Framer, strings.Join(framerNames(), ", "))
+	}
+	switch c.Compression {
+	case CompressionAuto, CompressionNone, CompressionGzip, CompressionZstd:
+	default:
+		return fmt.Errorf("s3io: Config.Compression %q is unknown; use %q, %q, %q or %q", c.Compression, CompressionAuto, CompressionNone, CompressionGzip, CompressionZstd)
+	}
+	if c.SplitTargetBytes < 0 {
+		return fmt.Errorf("s3io: Config.SplitTargetBytes is %d; it must be positive (0 means the default, %d)", c.SplitTargetBytes, DefaultSplitTargetBytes)
+	}
+	if c.MaxSplitMembers < 0 || c.MaxSplitMembers > maxSplitMembersLimit {
+		return fmt.Errorf("s3io: Config.MaxSplitMembers is %d; it must be between 1 and %d (0 means the default, %d)", c.MaxSplitMembers, maxSplitMembersLimit, DefaultMaxSplitMembers)
+	}
+	if c.MaxRecordBytes < 0 || c.MaxRecordBytes > maxRecordBytesLimit {
+		return fmt.Errorf("s3io: Config.MaxRecordBytes is %d; it must be between 1 and %d (0 means the default, %d)", c.MaxRecordBytes, maxRecordBytesLimit, DefaultMaxRecordBytes)
+	}
+	return nil
+}
+
+// validateBucketName applies the general-purpose bucket naming rules, so that a typo fails
+// at construction instead of as a signature or DNS error on a worker.
+func validateBucketName(b string) error {
+	bad := func(why string) error {
+		return fmt.Errorf("s3io: Config.Bucket %q is not a valid S3 bucket name: %s", b, why)
+	}
+	if b == "" {
+		return fmt.Errorf("s3io: Config.Bucket is empty; set it to the bucket to read (the part after s3:// and before the first /)")
+	}
+	if len(b) < 3 || len(b) > 63 {
+		return bad("it must be 3 to 63 characters long")
+	}
+	for i := 0; i < len(b); i++ {
+		ch := b[i]
+		if !(ch >= 'a' && ch <= 'z' || ch >= '0' && ch <= '9' || ch == '.' || ch == '-') {
+			return bad("it may contain only lowercase letters, digits, dots and hyphens")
+		}
+	}
+	if !isAlnum(b[0]) || !isAlnum(b[len(b)-1]) {
+		return bad("it must begin and end with a letter or digit")
+	}
+	if strings.Contains(b, "..") {
+		return bad("it must not contain two adjacent dots")
+	}
+	if net.ParseIP(b) != nil {
+		return bad("it must not be formatted as an IP address")
+	}
+	return nil
+}
+
+func isAlnum(ch byte) bool { return ch >= 'a' && ch <= 'z' || ch >= '0' && ch <= '9' }

@@ -1,0 +1,119 @@
+package s3io
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/apache/beam/sdks/v2/go/pkg/beam"
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+)
+
+// packMembers packs a key-sorted listing into descriptors in key order: whole objects,
+// greedily, while a descriptor stays within target bytes and maxMembers objects. An object
+// of target bytes or more gets a descriptor of its own.
+func packMembers(bucket string, objects []Member, target int64, maxMembers int) []SplitDescriptor {
+	var out []SplitDescriptor
+	var cur []Member
+	var curBytes int64
+	flush := func() {
+		if len(cur) == 0 {
+			return
+		}
+		out = append(out, SplitDescriptor{ID: SplitID(bucket, cur), Bucket: bucket, Members: cur})
+		cur, curBytes = nil, 0
+	}
+	for _, o := range objects {
+		if len(cur) > 0 && (curBytes+o.Size > target || len(cur) >= maxMembers) {
+			flush()
+		}
+		cur = append(cur, o)
+		curBytes += o.Size
+		if curBytes >= target {
+			flush()
+		}
+	}
+	flush()
+	return out
+}
+
+// listObjects lists every object under prefix in one ListObjectsV2 pass, skipping
+// zero-byte "directory" markers, and returns them sorted by key.
+func listObjects(ctx context.Context, client *s3.Client, cfg Config) ([]Member, error) {
+	in := &s3.ListObjectsV2Input{Bucket: aws.String(cfg.Bucket)}
+	if cfg.Prefix != "" {
+		in.Prefix = aws.String(cfg.Prefix)
+	}
+	var out []Member
+	pages := s3.NewListObjectsV2Paginator(client, in)
+	for pages.HasMorePages() {
+		page, err := pages.NextPage(ctx)
+		if err != nil {
+			return nil, describeS3Error(err, fmt.Sprintf("s3io: list s3://%s/%s", cfg.Bucket, cfg.Prefix))
+		}
+		for _, o := range page.Contents {
+			key, size := aws.ToString(o.Key), aws.ToInt64(o.Size)
+			if size == 0 && strings.HasSuffix(key, "/") {
+				continue
+			}
+			etag := aws.ToString(o.ETag)
+			if etag == "" {
+				return nil, fmt.Errorf("s3io: the listing of s3://%s gives no ETag for %q, so its reads cannot be pinned", cfg.Bucket, key)
+			}
+			out = append(out, Member{Key: key, Size: size, ETag: etag})
+		}
+	}
+	// S3 lists general-purpose buckets in key order, but directory buckets and some
+	// S3-compatible servers do not: plan from a sorted listing so IDs never depend on it.
+	if !sort.SliceIsSorted(out, func(i, j int) bool { return out[i].Key < out[j].Key }) {
+		sort.Slice(out, func(i, j int) bool { return out[i].Key < out[j].Key })
+	}
+	return out, nil
+}
+
+// planFn lists the prefix once, on one worker, and emits its split descriptors.
+type planFn struct {
+	Cfg Config
+
+	client *s3.Client
+}
+
+func (fn *planFn) Setup(ctx context.Context) error {
+	c, err := newClient(ctx, fn.Cfg)
+	fn.client = c
+	return err
+}
+
+func (fn *planFn) ProcessElement(ctx context.Context, _ []byte, emit func(SplitDescriptor)) error {
+	objects, err := listObjects(ctx, fn.client, fn.Cfg)
+	if err != nil {
+		return err
+	}
+	descs := packMembers(fn.Cfg.Bucket, objects, fn.Cfg.SplitTargetBytes, fn.Cfg.MaxSplitMembers)
+	metricObjectsPlanned.Inc(ctx, int64(len(objects)))
+	metricSplitsPlanned.Inc(ctx, int64(len(descs)))
+	for _, d := range descs {
+		emit(d)
+	}
+	return nil
+}
+
+// Plan lists cfg's prefix once and returns a PCollection<SplitDescriptor>: the whole
+// objects under it, sorted by key and packed into descriptors of about
+// cfg.SplitTargetBytes. Listing runs on a worker when the pipeline runs, with the worker's
+// AWS credentials. Replanning an unchanged prefix yields the same descriptors and IDs.
+//
+// It panics if cfg does not validate.
+func Plan(s beam.Scope, cfg Config) beam.PCollection {
+	mustValidate(cfg)
+	s = s.Scope("s3io.Plan")
+	return beam.ParDo(s, &planFn{Cfg: cfg.withDefaults()}, beam.Impulse(s))
+}
+
+func mustValidate(cfg Config) {
+	if err := cfg.Validate(); err != nil {
+		panic(err)
+	}
+}

@@ -1,0 +1,203 @@
+package s3io_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"fmt"
+	"net/http"
+	"sort"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"github.com/apache/beam/sdks/v2/go/pkg/beam"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/metrics"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/register"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/testing/passert"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/testing/ptest"
+	"github.com/klauspost/compress/gzip"
+	"github.com/klauspost/compress/zstd"
+
+	"github.com/spate-io/beam-s3/s3io"
+)
+
+func TestMain(m *testing.M) { ptest.Main(m) }
+
+func init() {
+	register.Function1x1(recordString)
+}
+
+// recordString turns a record into a string so that passert prints readable diffs.
+func recordString(b []byte) string { return string(b) }
+
+// runRead reads cfg with s3io.Read on prism and asserts that the records are exactly want,
+// as a multiset. It returns the pipeline's s3io counters.
+func runRead(t *testing.T, cfg s3io.Config, want []string) map[string]int64 {
+	t.Helper()
+	p, s := beam.NewPipelineWithRoot()
+	got := beam.ParDo(s, recordString, s3io.Read(s, cfg))
+	if len(want) == 0 {
+		passert.Empty(s, got)
+	} else {
+		passert.EqualsList(s, got, want)
+	}
+	pr, err := ptest.RunWithMetrics(p)
+	if err != nil {
+		t.Fatalf("pipeline failed: %v", err)
+	}
+	return counters(pr)
+}
+
+func counters(pr beam.PipelineResult) map[string]int64 {
+	out := map[string]int64{}
+	for _, c := range pr.Metrics().Query(func(r metrics.SingleResult) bool {
+		return r.Namespace() == s3io.MetricsNamespace
+	}).Counters() {
+		out[c.Name()] += c.Result()
+	}
+	return out
+}
+
+func gzipBytes(t *testing.T, members ...string) []byte {
+	t.Helper()
+	var buf bytes.Buffer
+	for _, m := range members {
+		zw := gzip.NewWriter(&buf)
+		zw.Write([]byte(m))
+		if err := zw.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return buf.Bytes()
+}
+
+func zstdBytes(t *testing.T, s string) []byte {
+	t.Helper()
+	zw, err := zstd.NewWriter(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return zw.EncodeAll([]byte(s), nil)
+}
+
+func lines(prefix string, n int) (text string, recs []string) {
+	var b strings.Builder
+	for i := 0; i < n; i++ {
+		r := fmt.Sprintf(`{"src":%q,"i":%d}`, prefix, i)
+		b.WriteString(r)
+		b.WriteByte('\n')
+		recs = append(recs, r)
+	}
+	return b.String(), recs
+}
+
+func TestReadMixedPrefix(t *testing.T) {
+	f := newFakeS3(t)
+	f.createBucket(t, "logs")
+	var want []string
+	add := func(key string, data []byte, recs ...string) {
+		f.put(t, "logs", key, data)
+		want = append(want, recs...)
+	}
+	plain, plainRecs := lines("plain", 500)
+	add("2026/11/a-plain.ndjson", []byte(plain), plainRecs...)
+
+	g1, g1Recs := lines("gz-member-1", 300)
+	g2, g2Recs := lines("gz-member-2", 200)
+	add("2026/11/b-multi.json.gz", gzipBytes(t, g1, g2), append(g1Recs, g2Recs...)...)
+
+	z, zRecs := lines("zstd", 400)
+	add("2026/11/c.json.zst", zstdBytes(t, z), zRecs...)
+
+	// Compression found by magic bytes, not by name.
+	m, mRecs := lines("gz-no-extension", 50)
+	add("2026/11/d-gzip-without-extension", gzipBytes(t, m), mRecs...)
+
+	add("2026/11/e-empty.txt", nil)
+	add("2026/11/f-empty.gz", nil)
+	add("2026/11/g-no-final-newline.txt", []byte("first\nsecond\nlast without newline"), "first", "second", "last without newline")
+	add("2026/11/h-crlf.txt", []byte("crlf one\r\ncrlf two\r\n\r\nbare\rcr inside\r\n"), "crlf one", "crlf two", "", "bare\rcr inside")
+	add("2026/11/i key with spaces.txt", []byte("spaced\n"), "spaced")
+	add("2026/11/j-ünïcødé-日本.txt", []byte("unicode key\n"), "unicode key")
+	add("2026/11/k-blank-lines.txt", []byte("\n\nx\n\n"), "", "", "x", "")
+	add("2026/11/dir/", nil) // a directory marker: skipped, and it holds no records anyway
+	f.put(t, "logs", "2026/12/outside-prefix.txt", []byte("must not be read\n"))
+
+	c := runRead(t, s3io.Config{Bucket: "logs", Prefix: "2026/11/", Endpoint: f.URL, UsePathStyle: true}, want)
+	if got := f.unpinnedGets(); len(got) != 0 {
+		t.Errorf("GETs without If-Match: %q", got)
+	}
+	if c["records"] != int64(len(want)) {
+		t.Errorf("records counter = %d, want %d", c["records"], len(want))
+	}
+	if c["objects"] != 11 || c["objects_planned"] != 11 {
+		t.Errorf("objects = %d, objects_planned = %d, want 11 (the directory marker is skipped)", c["objects"], c["objects_planned"])
+	}
+}
+
+func TestReadFramers(t *testing.T) {
+	f := newFakeS3(t)
+	f.createBucket(t, "frames")
+	f.put(t, "frames", "nd/a.ndjson", []byte("{\"a\":1}\n\n  \n{\"a\":2}\r\n\t\n{\"a\":3}"))
+	var u32 bytes.Buffer
+	for _, r := range []string{"one", "", "three\nwith newline", strings.Repeat("x", 70000)} {
+		binary.Write(&u32, binary.BigEndian, uint32(len(r)))
+		u32.WriteString(r)
+	}
+	f.put(t, "frames", "u32/a.bin", u32.Bytes())
+	f.put(t, "frames", "u32/b.bin.zst", zstdBytes(t, u32.String()))
+
+	t.Run("ndjson", func(t *testing.T) {
+		runRead(t, s3io.Config{Bucket: "frames", Prefix: "nd/", Framer: "ndjson", Endpoint: f.URL, UsePathStyle: true},
+			[]string{`{"a":1}`, `{"a":2}`, `{"a":3}`})
+	})
+	t.Run("u32be", func(t *testing.T) {
+		recs := []string{"one", "", "three\nwith newline", strings.Repeat("x", 70000)}
+		runRead(t, s3io.Config{Bucket: "frames", Prefix: "u32/", Framer: "u32be", Endpoint: f.URL, UsePathStyle: true},
+			append(recs, recs...))
+	})
+}
+
+// listRequests counts ListObjectsV2 requests reaching the server.
+type listRequests struct {
+	next http.Handler
+	n    atomic.Int64
+}
+
+func TestReadManyObjectsManySplits(t *testing.T) {
+	f := newFakeS3(t)
+	f.createBucket(t, "many")
+	var want []string
+	const objects = 1234
+	for i := 0; i < objects; i++ {
+		text, recs := lines(fmt.Sprintf("obj-%04d", i), 3)
+		f.put(t, "many", fmt.Sprintf("p/%04d.ndjson", i), []byte(text))
+		want = append(want, recs...)
+	}
+	c := runRead(t, s3io.Config{Bucket: "many", Prefix: "p/", Endpoint: f.URL, UsePathStyle: true, MaxSplitMembers: 100}, want)
+	if c["splits_planned"] != 13 {
+		t.Errorf("splits_planned = %d, want 13 (1234 objects, at most 100 per split)", c["splits_planned"])
+	}
+	if c["objects"] != objects {
+		t.Errorf("objects = %d, want %d", c["objects"], objects)
+	}
+}
+
+func TestReadEmptyPrefix(t *testing.T) {
+	f := newFakeS3(t)
+	f.createBucket(t, "empty")
+	f.put(t, "empty", "elsewhere/x.txt", []byte("x\n"))
+	c := runRead(t, s3io.Config{Bucket: "empty", Prefix: "nothing/", Endpoint: f.URL, UsePathStyle: true}, nil)
+	if c["splits_planned"] != 0 || c["records"] != 0 {
+		t.Errorf("counters = %v, want no splits and no records", c)
+	}
+}
+
+func sortedCopy(s []string) []string {
+	out := append([]string(nil), s...)
+	sort.Strings(out)
+	return out
+}
+
+var _ = context.Background
