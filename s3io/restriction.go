@@ -97,7 +97,7 @@ func (r Restriction) memberSize(m int) int64 { return r.Sizes[m-r.Start.Member] 
 func (r Restriction) splitAt(p Position) (primary, residual Restriction) {
 	primary = Restriction{Start: r.Start, End: p}
 	residual = Restriction{Start: p, End: r.End}
-	primary.Sizes = r.Sizes[:primary.lastMember()-r.Start.Member+1 : primary.lastMember()-r.Start.Member+1]
+	primary.Sizes = r.Sizes[: primary.lastMember()-r.Start.Member+1 : primary.lastMember()-r.Start.Member+1]
 	residual.Sizes = r.Sizes[p.Member-r.Start.Member:]
 	return primary, residual
 }
