@@ -37,7 +37,7 @@ func (r *pinnedReader) open() error {
 	}
 	out, err := r.client.GetObject(r.ctx, in)
 	if err != nil {
-		return describeS3Error(err, fmt.Sprintf("s3io: GET s3://%s/%s (If-Match %s)", r.bucket, r.member.Key, r.member.ETag))
+		return describeS3Error(err, "pinned GET")
 	}
 	r.body = out.Body
 	return nil

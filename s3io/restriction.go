@@ -131,14 +131,24 @@ type Tracker struct {
 // NewTracker returns a tracker over rest.
 func NewTracker(rest Restriction) *Tracker { return &Tracker{rest: rest} }
 
-// TryClaim claims pos, a Position, and reports whether the reader owns it. Positions must
-// be claimed in increasing order.
+// TryClaim claims pos, a Position or *Position, and reports whether the reader owns it.
+// Positions must be claimed in increasing order. The tracker copies a *Position: the caller
+// may reuse it.
 func (t *Tracker) TryClaim(pos any) bool {
 	if t.stopped {
 		t.err = errors.New("s3io: claim after the tracker stopped the reader")
 		return false
 	}
-	p, ok := pos.(Position)
+	var p Position
+	ok := true
+	switch v := pos.(type) {
+	case Position:
+		p = v
+	case *Position:
+		p = *v // the reader reuses one *Position so that a claim costs no allocation
+	default:
+		ok = false
+	}
 	switch {
 	case !ok:
 		t.err = fmt.Errorf("s3io: claimed a %T, want a Position", pos)

@@ -154,6 +154,8 @@ func (fn *readFn) readMember(ctx context.Context, rt *sdf.LockRTracker, d SplitD
 		return false, err
 	}
 	rr = newRecordReader(stream, fn.newFramer(), fn.Cfg.MaxRecordBytes)
+	// One claim value for the whole object: a Position boxed per record would allocate.
+	claim := &Position{Member: m}
 	for ; ; idx++ {
 		rec, _, err := rr.next()
 		if err == io.EOF {
@@ -165,7 +167,8 @@ func (fn *readFn) readMember(ctx context.Context, rt *sdf.LockRTracker, d SplitD
 		if idx < first {
 			continue
 		}
-		if idx > first && !rt.TryClaim(Position{Member: m, Record: idx}) {
+		claim.Record = idx
+		if idx > first && !rt.TryClaim(claim) {
 			return true, nil
 		}
 		emit(rec)

@@ -1,0 +1,64 @@
+package s3io_test
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/apache/beam/sdks/v2/go/pkg/beam"
+
+	"github.com/spate-io/beam-s3/s3io"
+)
+
+func TestConfigValidate(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		cfg   s3io.Config
+		field string // "" when the config is valid
+	}{
+		{"minimal", s3io.Config{Bucket: "logs"}, ""},
+		{"everything", s3io.Config{Bucket: "my.logs-2026", Prefix: "a/", Region: "eu-west-1", Endpoint: "http://127.0.0.1:9000",
+			UsePathStyle: true, Framer: "ndjson", Compression: s3io.CompressionZstd, SplitTargetBytes: 1, MaxSplitMembers: 1, MaxRecordBytes: 1}, ""},
+		{"empty bucket", s3io.Config{}, "Config.Bucket"},
+		{"uppercase bucket", s3io.Config{Bucket: "Logs"}, "Config.Bucket"},
+		{"short bucket", s3io.Config{Bucket: "ab"}, "Config.Bucket"},
+		{"bucket with slash", s3io.Config{Bucket: "logs/2026"}, "Config.Bucket"},
+		{"bucket as IP", s3io.Config{Bucket: "192.168.1.1"}, "Config.Bucket"},
+		{"bucket with dots", s3io.Config{Bucket: "a..b"}, "Config.Bucket"},
+		{"bucket ends with hyphen", s3io.Config{Bucket: "logs-"}, "Config.Bucket"},
+		{"endpoint without scheme", s3io.Config{Bucket: "logs", Endpoint: "127.0.0.1:9000"}, "Config.Endpoint"},
+		{"endpoint ftp", s3io.Config{Bucket: "logs", Endpoint: "ftp://host"}, "Config.Endpoint"},
+		{"unknown framer", s3io.Config{Bucket: "logs", Framer: "csv"}, "Config.Framer"},
+		{"unknown compression", s3io.Config{Bucket: "logs", Compression: "bzip2"}, "Config.Compression"},
+		{"negative split target", s3io.Config{Bucket: "logs", SplitTargetBytes: -1}, "Config.SplitTargetBytes"},
+		{"negative members", s3io.Config{Bucket: "logs", MaxSplitMembers: -5}, "Config.MaxSplitMembers"},
+		{"too many members", s3io.Config{Bucket: "logs", MaxSplitMembers: 1 << 21}, "Config.MaxSplitMembers"},
+		{"negative record size", s3io.Config{Bucket: "logs", MaxRecordBytes: -1}, "Config.MaxRecordBytes"},
+		{"huge record size", s3io.Config{Bucket: "logs", MaxRecordBytes: 1 << 31}, "Config.MaxRecordBytes"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			err := tc.cfg.Validate()
+			switch {
+			case tc.field == "" && err != nil:
+				t.Fatalf("Validate() = %v, want nil", err)
+			case tc.field != "" && err == nil:
+				t.Fatalf("Validate() = nil, want an error naming %s", tc.field)
+			case tc.field != "" && !strings.Contains(err.Error(), tc.field):
+				t.Fatalf("Validate() = %q, want it to name %s", err, tc.field)
+			}
+		})
+	}
+}
+
+// Bad configuration must fail while the pipeline is built, not on a worker hours later.
+func TestReadPanicsAtConstructionOnBadConfig(t *testing.T) {
+	defer func() {
+		r := recover()
+		err, ok := r.(error)
+		if !ok || !strings.Contains(err.Error(), "Config.Framer") {
+			t.Fatalf("recovered %v, want an error naming Config.Framer", r)
+		}
+	}()
+	_, s := beam.NewPipelineWithRoot()
+	s3io.Read(s, s3io.Config{Bucket: "logs", Framer: "no-such-framer"})
+	t.Fatal("Read did not panic")
+}

@@ -1,0 +1,39 @@
+// Package s3io reads everything under an S3 bucket/prefix into an Apache Beam Go pipeline.
+//
+//	records := s3io.Read(s, s3io.Config{Bucket: "logs", Prefix: "2026/11/", Framer: "ndjson"})
+//
+// records is a PCollection<[]byte>: every record of every object under the prefix, exactly
+// as stored, after gzip or zstd decompression, cut by a framer. Decoding stays downstream.
+//
+// # Shape
+//
+//   - Plan once. Plan lists the prefix in one ListObjectsV2 pass on a worker, sorts the
+//     keys and packs whole objects into SplitDescriptors of about Config.SplitTargetBytes
+//     (64 MiB by default). A descriptor carries each member's key, size and ETag, and an ID
+//     that digests them (SplitID): replanning an unchanged prefix yields the same IDs.
+//     Readers never list.
+//   - One splittable DoFn. ReadSplits reads descriptors; each one's restriction is a range
+//     of (member ordinal, record index) Positions, so the runner can checkpoint a descriptor
+//     and split it between records. Read is Plan, a Reshuffle and ReadSplits.
+//   - Pinned reads. Every GET carries If-Match with the planned ETag: an object overwritten
+//     after planning fails with PreconditionFailed, a deleted one with NoSuchKey, and neither
+//     can splice new bytes into the output. Bodies are streamed, never buffered whole.
+//   - Framed records. A RecordFramer ("lines", "ndjson", "u32be" or one registered with
+//     RegisterFramer) cuts the decompressed stream; a record longer than
+//     Config.MaxRecordBytes fails its object instead of exhausting memory.
+//
+// # Guarantees
+//
+// Records are delivered at least once: a bundle the runner retries may emit records again;
+// none is lost. An error reading an object fails the bundle with an *ObjectError naming the
+// bucket, key, ETag and record position, and the pipeline fails rather than finishing
+// without the object's records. Credentials are never part of the pipeline: each worker
+// resolves them with the AWS SDK's default chain.
+//
+// # Runners
+//
+// The DoFns hold only a Config, serialized as JSON; clients, framers and decoders are built
+// in Setup on the worker. Prism and Dataflow split descriptors dynamically through the
+// restriction tracker; Flink does not split splittable DoFns dynamically, so there the
+// planner's descriptors are the unit of parallelism.
+package s3io

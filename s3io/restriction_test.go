@@ -1,0 +1,714 @@
+package s3io
+
+import (
+	"fmt"
+	"math"
+	"math/rand"
+	"reflect"
+	"sort"
+	"testing"
+)
+
+func pos(m int, r int64) Position { return Position{Member: m, Record: r} }
+
+func TestPositionLess(t *testing.T) {
+	cases := []struct {
+		p, q Position
+		want bool
+	}{
+		{pos(0, 0), pos(0, 0), false},
+		{pos(0, 0), pos(0, 1), true},
+		{pos(0, 1), pos(0, 0), false},
+		{pos(0, 5), pos(1, 0), true},
+		{pos(1, 0), pos(0, 5), false},
+		{pos(1, 0), pos(0, math.MaxInt64), false},
+		{pos(0, math.MaxInt64), pos(1, 0), true},
+		{pos(2, 3), pos(2, 3), false},
+		{pos(2, 3), pos(2, 4), true},
+		{pos(3, 0), pos(2, 4), false},
+	}
+	for _, c := range cases {
+		if got := c.p.Less(c.q); got != c.want {
+			t.Errorf("%v.Less(%v) = %v, want %v", c.p, c.q, got, c.want)
+		}
+	}
+}
+
+func TestPositionPackRoundTrip(t *testing.T) {
+	const maxMember = 1<<20 - 1
+	const maxRecord = int64(1)<<43 - 1
+	cases := []struct {
+		p    Position
+		want int64
+	}{
+		{pos(0, 0), 0},
+		{pos(0, 1), 1},
+		{pos(1, 0), 1 << 43},
+		{pos(1, 1), 1<<43 + 1},
+		{pos(0, maxRecord), maxRecord},
+		{pos(maxMember, 0), int64(maxMember) << 43},
+		{pos(maxMember, maxRecord), math.MaxInt64},
+		{pos(12345, 67890), 12345<<43 | 67890},
+	}
+	for _, c := range cases {
+		v, err := c.p.Pack()
+		if err != nil {
+			t.Errorf("%v.Pack(): %v", c.p, err)
+			continue
+		}
+		if v != c.want {
+			t.Errorf("%v.Pack() = %d, want %d", c.p, v, c.want)
+		}
+		if got := UnpackPosition(v); got != c.p {
+			t.Errorf("UnpackPosition(%d) = %v, want %v", v, got, c.p)
+		}
+	}
+	// Packing preserves order.
+	for i := range cases {
+		for j := range cases {
+			a, _ := cases[i].p.Pack()
+			b, _ := cases[j].p.Pack()
+			if cases[i].p.Less(cases[j].p) != (a < b) {
+				t.Errorf("order of %v, %v not preserved by Pack (%d, %d)", cases[i].p, cases[j].p, a, b)
+			}
+		}
+	}
+}
+
+func TestPositionPackOutOfRange(t *testing.T) {
+	for _, p := range []Position{
+		pos(-1, 0),
+		pos(0, -1),
+		pos(-1, -1),
+		pos(1<<20, 0),
+		pos(0, 1<<43),
+		pos(1<<20, 1<<43),
+		pos(math.MaxInt, 0),
+		pos(0, math.MaxInt64),
+		pos(0, math.MinInt64),
+	} {
+		v, err := p.Pack()
+		if err == nil {
+			t.Errorf("%v.Pack() = %d, nil; want an error", p, v)
+		}
+		if v != 0 {
+			t.Errorf("%v.Pack() value = %d on error, want 0", p, v)
+		}
+	}
+}
+
+// rest3 is a three-member restriction with sizes 100, 200, 300.
+func rest3() Restriction {
+	return Restriction{Start: pos(0, 0), End: pos(3, 0), Sizes: []int64{100, 200, 300}}
+}
+
+func TestTrackerClaimsInOrder(t *testing.T) {
+	tr := NewTracker(rest3())
+	if tr.IsDone() {
+		t.Fatal("IsDone before any claim")
+	}
+	for _, p := range []Position{pos(0, 0), pos(0, 1), pos(0, 7), pos(1, 0), pos(2, 0), pos(2, 1000)} {
+		if !tr.TryClaim(p) {
+			t.Fatalf("TryClaim(%v) = false; err %v", p, tr.GetError())
+		}
+		if tr.IsDone() {
+			t.Fatalf("IsDone after claiming %v, mid-restriction", p)
+		}
+	}
+	if tr.TryClaim(pos(3, 0)) {
+		t.Fatal("TryClaim(End) = true")
+	}
+	if err := tr.GetError(); err != nil {
+		t.Fatalf("GetError after claiming End = %v, want nil", err)
+	}
+	if !tr.IsDone() {
+		t.Fatal("IsDone = false after the End claim failed")
+	}
+	// Any further claim is misuse.
+	if tr.TryClaim(pos(3, 1)) {
+		t.Fatal("TryClaim after stop = true")
+	}
+	if tr.GetError() == nil {
+		t.Fatal("claim after stop set no error")
+	}
+}
+
+func TestTrackerClaimBeyondEnd(t *testing.T) {
+	for _, p := range []Position{pos(3, 0), pos(3, 5), pos(4, 0), pos(100, 100)} {
+		tr := NewTracker(rest3())
+		if !tr.TryClaim(pos(0, 0)) {
+			t.Fatal("first claim failed")
+		}
+		if tr.TryClaim(p) {
+			t.Errorf("TryClaim(%v) beyond End = true", p)
+		}
+		if err := tr.GetError(); err != nil {
+			t.Errorf("TryClaim(%v): GetError = %v, want nil", p, err)
+		}
+		if !tr.IsDone() {
+			t.Errorf("TryClaim(%v): IsDone = false", p)
+		}
+	}
+	// Mid-member end.
+	tr := NewTracker(Restriction{Start: pos(1, 2), End: pos(2, 3), Sizes: []int64{5, 6}})
+	for _, p := range []Position{pos(1, 2), pos(1, 9), pos(2, 0), pos(2, 2)} {
+		if !tr.TryClaim(p) {
+			t.Fatalf("TryClaim(%v) = false", p)
+		}
+	}
+	if !tr.IsDone() {
+		t.Error("IsDone = false after claiming the last owned record (2,2) of [(1,2),(2,3))")
+	}
+	if tr.TryClaim(pos(2, 3)) {
+		t.Error("TryClaim((2,3)) = true, End is (2,3)")
+	}
+	if tr.GetError() != nil || !tr.IsDone() {
+		t.Errorf("after End claim: err %v, done %v", tr.GetError(), tr.IsDone())
+	}
+}
+
+func TestTrackerMisuse(t *testing.T) {
+	cases := []struct {
+		name   string
+		rest   Restriction
+		claims []any // all but the last succeed
+	}{
+		{"before start", Restriction{Start: pos(1, 3), End: pos(3, 0), Sizes: []int64{1, 1}}, []any{pos(1, 2)}},
+		{"before start member", Restriction{Start: pos(1, 0), End: pos(3, 0), Sizes: []int64{1, 1}}, []any{pos(0, 9)}},
+		{"repeat", rest3(), []any{pos(0, 0), pos(0, 0)}},
+		{"backwards", rest3(), []any{pos(0, 0), pos(1, 4), pos(1, 3)}},
+		{"backwards member", rest3(), []any{pos(0, 0), pos(2, 0), pos(1, 9)}},
+		{"wrong type", rest3(), []any{int64(0)}},
+		{"pointer", rest3(), []any{&Position{}}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			tr := NewTracker(c.rest)
+			last := len(c.claims) - 1
+			for _, p := range c.claims[:last] {
+				if !tr.TryClaim(p) {
+					t.Fatalf("TryClaim(%v) = false: %v", p, tr.GetError())
+				}
+			}
+			if tr.TryClaim(c.claims[last]) {
+				t.Fatalf("TryClaim(%v) = true, want false", c.claims[last])
+			}
+			if tr.GetError() == nil {
+				t.Fatalf("TryClaim(%v): GetError = nil, want an error", c.claims[last])
+			}
+			if tr.IsDone() {
+				t.Error("IsDone = true on a tracker with an error")
+			}
+			// The tracker stays stopped.
+			if tr.TryClaim(pos(2, 999)) {
+				t.Error("TryClaim after misuse = true")
+			}
+			if _, res, err := tr.TrySplit(0); res != nil || err != nil {
+				t.Errorf("TrySplit(0) after misuse = residual %v, err %v; want none", res, err)
+			}
+		})
+	}
+}
+
+func TestTrackerEmptyRestriction(t *testing.T) {
+	for _, r := range []Restriction{
+		{},
+		{Start: pos(2, 0), End: pos(2, 0)},
+		{Start: pos(2, 5), End: pos(2, 5), Sizes: []int64{10}},
+		{Start: pos(2, 5), End: pos(2, 3), Sizes: []int64{10}},
+	} {
+		tr := NewTracker(r)
+		if !tr.IsDone() {
+			t.Errorf("%+v: IsDone = false on an empty restriction", r)
+		}
+		if _, res, _ := tr.TrySplit(0); res != nil {
+			t.Errorf("%+v: TrySplit(0) residual %v", r, res)
+		}
+		if _, res, _ := tr.TrySplit(0.5); res != nil {
+			t.Errorf("%+v: TrySplit(0.5) residual %v", r, res)
+		}
+		if done, rem := tr.GetProgress(); done != 0 || rem != 0 {
+			t.Errorf("%+v: GetProgress = %v, %v; want 0, 0", r, done, rem)
+		}
+	}
+}
+
+func TestTrackerCheckpointAfterClaim(t *testing.T) {
+	tr := NewTracker(rest3())
+	for _, p := range []Position{pos(0, 0), pos(1, 0), pos(1, 1), pos(1, 2)} {
+		if !tr.TryClaim(p) {
+			t.Fatalf("TryClaim(%v) failed", p)
+		}
+	}
+	prim, res, err := tr.TrySplit(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantP := Restriction{Start: pos(0, 0), End: pos(1, 3), Sizes: []int64{100, 200}}
+	wantR := Restriction{Start: pos(1, 3), End: pos(3, 0), Sizes: []int64{200, 300}}
+	if !reflect.DeepEqual(prim, wantP) {
+		t.Errorf("primary = %+v, want %+v", prim, wantP)
+	}
+	if !reflect.DeepEqual(res, wantR) {
+		t.Errorf("residual = %+v, want %+v", res, wantR)
+	}
+	if !reflect.DeepEqual(tr.GetRestriction(), wantP) {
+		t.Errorf("GetRestriction = %+v, want the primary", tr.GetRestriction())
+	}
+	if !tr.IsDone() {
+		t.Error("IsDone = false right after a checkpoint")
+	}
+	if tr.TryClaim(pos(1, 3)) {
+		t.Error("claimed (1,3) after it went to the residual")
+	}
+	if tr.GetError() != nil {
+		t.Errorf("GetError = %v", tr.GetError())
+	}
+	if _, res, _ := tr.TrySplit(0); res != nil {
+		t.Errorf("second TrySplit(0) gave residual %+v", res)
+	}
+	for _, r := range []Restriction{wantP, wantR} {
+		if err := r.valid(3); err != nil {
+			t.Errorf("valid: %v", err)
+		}
+	}
+}
+
+func TestTrackerCheckpointAfterMemberClaimMidStart(t *testing.T) {
+	// A residual starting mid-member, checkpointed right after its first claim.
+	tr := NewTracker(Restriction{Start: pos(1, 4), End: pos(3, 0), Sizes: []int64{200, 300}})
+	if !tr.TryClaim(pos(1, 4)) {
+		t.Fatal("claim failed")
+	}
+	prim, res, _ := tr.TrySplit(0)
+	if want := (Restriction{Start: pos(1, 4), End: pos(1, 5), Sizes: []int64{200}}); !reflect.DeepEqual(prim, want) {
+		t.Errorf("primary = %+v, want %+v", prim, want)
+	}
+	if want := (Restriction{Start: pos(1, 5), End: pos(3, 0), Sizes: []int64{200, 300}}); !reflect.DeepEqual(res, want) {
+		t.Errorf("residual = %+v, want %+v", res, want)
+	}
+	if !tr.IsDone() {
+		t.Error("IsDone = false")
+	}
+}
+
+func TestTrackerCheckpointBeforeClaim(t *testing.T) {
+	for _, r := range []Restriction{
+		rest3(),
+		{Start: pos(1, 4), End: pos(2, 2), Sizes: []int64{7, 8}},
+	} {
+		tr := NewTracker(r)
+		prim, res, err := tr.TrySplit(0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p := prim.(Restriction)
+		if !p.IsEmpty() || p.Start != r.Start || p.End != r.Start {
+			t.Errorf("%+v: primary = %+v, want empty at Start", r, p)
+		}
+		if !reflect.DeepEqual(res, r) {
+			t.Errorf("%+v: residual = %+v, want the whole restriction", r, res)
+		}
+		if !tr.IsDone() {
+			t.Errorf("%+v: IsDone = false after a checkpoint before any claim", r)
+		}
+		if tr.TryClaim(r.Start) {
+			t.Errorf("%+v: claimed Start after it went to the residual", r)
+		}
+		if tr.GetError() != nil {
+			t.Errorf("GetError = %v", tr.GetError())
+		}
+		if err := p.valid(3); err != nil {
+			t.Errorf("primary invalid: %v", err)
+		}
+	}
+}
+
+func TestTrackerSplitDoneOrStopped(t *testing.T) {
+	// Stopped by hitting End.
+	tr := NewTracker(rest3())
+	tr.TryClaim(pos(0, 0))
+	tr.TryClaim(pos(3, 0))
+	for _, f := range []float64{0, 0.3, 1} {
+		if prim, res, err := tr.TrySplit(f); res != nil || err != nil || !reflect.DeepEqual(prim, rest3()) {
+			t.Errorf("stopped TrySplit(%v) = %+v, %+v, %v", f, prim, res, err)
+		}
+	}
+	// Done by claiming the last record of a checkpointed primary.
+	tr = NewTracker(Restriction{Start: pos(0, 0), End: pos(0, 2), Sizes: []int64{5}})
+	tr.TryClaim(pos(0, 0))
+	tr.TryClaim(pos(0, 1))
+	if !tr.IsDone() {
+		t.Fatal("not done after claiming the last owned record")
+	}
+	for _, f := range []float64{0, 0.5, 1} {
+		if _, res, err := tr.TrySplit(f); res != nil || err != nil {
+			t.Errorf("done TrySplit(%v) residual %+v, err %v", f, res, err)
+		}
+	}
+}
+
+func TestTrackerFractionalSplits(t *testing.T) {
+	sizes := []int64{100, 200, 300, 400} // total 1000
+	full := Restriction{Start: pos(0, 0), End: pos(4, 0), Sizes: sizes}
+	cases := []struct {
+		name     string
+		rest     Restriction
+		claims   []Position
+		fraction float64
+		wantP    Restriction
+		wantR    *Restriction // nil: no split
+	}{
+		{"tiny before claims", full, nil, 1e-9,
+			Restriction{Start: pos(0, 0), End: pos(1, 0), Sizes: sizes[:1]},
+			&Restriction{Start: pos(1, 0), End: pos(4, 0), Sizes: sizes[1:]}},
+		{"exactly first member", full, nil, 0.1,
+			Restriction{Start: pos(0, 0), End: pos(1, 0), Sizes: sizes[:1]},
+			&Restriction{Start: pos(1, 0), End: pos(4, 0), Sizes: sizes[1:]}},
+		{"just past first member", full, nil, 0.1001,
+			Restriction{Start: pos(0, 0), End: pos(2, 0), Sizes: sizes[:2]},
+			&Restriction{Start: pos(2, 0), End: pos(4, 0), Sizes: sizes[2:]}},
+		{"half", full, nil, 0.5,
+			Restriction{Start: pos(0, 0), End: pos(3, 0), Sizes: sizes[:3]},
+			&Restriction{Start: pos(3, 0), End: pos(4, 0), Sizes: sizes[3:]}},
+		{"0.6 lands on boundary 3", full, nil, 0.6,
+			Restriction{Start: pos(0, 0), End: pos(3, 0), Sizes: sizes[:3]},
+			&Restriction{Start: pos(3, 0), End: pos(4, 0), Sizes: sizes[3:]}},
+		{"past last boundary", full, nil, 0.61, full, nil},
+		{"one", full, nil, 1, full, nil},
+		{"above one clamps", full, nil, 7, full, nil},
+		// Remaining work after claiming in member 1 is members 1..3 (900 bytes): 0.5 of it is
+		// 450, reached after member 2 (200+300 = 500).
+		{"after claims", full, []Position{pos(0, 0), pos(1, 0), pos(1, 5)}, 0.5,
+			Restriction{Start: pos(0, 0), End: pos(3, 0), Sizes: sizes[:3]},
+			&Restriction{Start: pos(3, 0), End: pos(4, 0), Sizes: sizes[3:]}},
+		{"after claims small", full, []Position{pos(0, 0), pos(1, 0), pos(1, 5)}, 0.2,
+			Restriction{Start: pos(0, 0), End: pos(2, 0), Sizes: sizes[:2]},
+			&Restriction{Start: pos(2, 0), End: pos(4, 0), Sizes: sizes[2:]}},
+		{"in last member", full, []Position{pos(0, 0), pos(3, 0)}, 0.01, full, nil},
+		{"negative clamps to checkpoint", full, []Position{pos(0, 0), pos(0, 1)}, -3,
+			Restriction{Start: pos(0, 0), End: pos(0, 2), Sizes: sizes[:1]},
+			&Restriction{Start: pos(0, 2), End: pos(4, 0), Sizes: sizes}},
+		// End mid-member: the boundary before the partially owned member is a split point.
+		{"partial last member", Restriction{Start: pos(1, 2), End: pos(3, 4), Sizes: []int64{10, 10, 80}}, nil, 0.05,
+			Restriction{Start: pos(1, 2), End: pos(2, 0), Sizes: []int64{10}},
+			&Restriction{Start: pos(2, 0), End: pos(3, 4), Sizes: []int64{10, 80}}},
+		{"partial last member boundary", Restriction{Start: pos(1, 2), End: pos(3, 4), Sizes: []int64{10, 10, 80}}, nil, 0.15,
+			Restriction{Start: pos(1, 2), End: pos(3, 0), Sizes: []int64{10, 10}},
+			&Restriction{Start: pos(3, 0), End: pos(3, 4), Sizes: []int64{80}}},
+		{"partial last member late", Restriction{Start: pos(1, 2), End: pos(3, 4), Sizes: []int64{10, 10, 80}}, nil, 0.9,
+			Restriction{Start: pos(1, 2), End: pos(3, 4), Sizes: []int64{10, 10, 80}}, nil},
+		{"zero sizes", Restriction{Start: pos(0, 0), End: pos(3, 0), Sizes: []int64{0, 0, 0}}, nil, 0.5,
+			Restriction{Start: pos(0, 0), End: pos(1, 0), Sizes: []int64{0}},
+			&Restriction{Start: pos(1, 0), End: pos(3, 0), Sizes: []int64{0, 0}}},
+		{"single member", Restriction{Start: pos(0, 0), End: pos(1, 0), Sizes: []int64{50}}, nil, 0.5,
+			Restriction{Start: pos(0, 0), End: pos(1, 0), Sizes: []int64{50}}, nil},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			tr := NewTracker(c.rest)
+			for _, p := range c.claims {
+				if !tr.TryClaim(p) {
+					t.Fatalf("TryClaim(%v) failed: %v", p, tr.GetError())
+				}
+			}
+			prim, res, err := tr.TrySplit(c.fraction)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(prim, c.wantP) {
+				t.Errorf("primary = %+v, want %+v", prim, c.wantP)
+			}
+			if !reflect.DeepEqual(tr.GetRestriction(), c.wantP) {
+				t.Errorf("GetRestriction = %+v, want %+v", tr.GetRestriction(), c.wantP)
+			}
+			if c.wantR == nil {
+				if res != nil {
+					t.Errorf("residual = %+v, want none", res)
+				}
+				return
+			}
+			r, ok := res.(Restriction)
+			if !ok {
+				t.Fatalf("residual = %#v, want %+v", res, *c.wantR)
+			}
+			if !reflect.DeepEqual(r, *c.wantR) {
+				t.Errorf("residual = %+v, want %+v", r, *c.wantR)
+			}
+			if r.Start.Record != 0 {
+				t.Errorf("fractional split residual starts mid-member at %v", r.Start)
+			}
+			if tr.IsDone() {
+				t.Error("IsDone after a fractional split that left work in the primary")
+			}
+		})
+	}
+}
+
+func TestTrackerProgress(t *testing.T) {
+	tr := NewTracker(rest3())
+	type pr struct{ done, rem float64 }
+	check := func(want pr) {
+		t.Helper()
+		d, r := tr.GetProgress()
+		if d != want.done || r != want.rem {
+			t.Errorf("GetProgress = %v, %v; want %v, %v", d, r, want.done, want.rem)
+		}
+	}
+	check(pr{0, 600})
+	tr.TryClaim(pos(0, 0))
+	check(pr{0, 600})
+	tr.TryClaim(pos(0, 9))
+	check(pr{0, 600})
+	tr.TryClaim(pos(1, 0))
+	check(pr{100, 500})
+	tr.TryClaim(pos(2, 3))
+	check(pr{300, 300})
+	// After a checkpoint the primary owns members 0..2 only up to (2,4).
+	tr.TrySplit(0)
+	check(pr{300, 300})
+
+	tr = NewTracker(Restriction{Start: pos(2, 5), End: pos(4, 1), Sizes: []int64{10, 20, 30}})
+	check(pr{0, 60})
+	tr.TryClaim(pos(3, 0))
+	check(pr{10, 50})
+	tr.TryClaim(pos(4, 0))
+	check(pr{30, 30})
+}
+
+func TestRestrictionValid(t *testing.T) {
+	cases := []struct {
+		r  Restriction
+		n  int
+		ok bool
+	}{
+		{rest3(), 3, true},
+		{rest3(), 2, false},
+		{Restriction{Start: pos(0, 0), End: pos(3, 0), Sizes: []int64{1, 2}}, 3, false},
+		{Restriction{Start: pos(1, 2), End: pos(2, 1), Sizes: []int64{1, 2}}, 3, true},
+		{Restriction{Start: pos(1, 2), End: pos(2, 1), Sizes: []int64{1, 2}}, 2, false},
+		{Restriction{Start: pos(1, 2), End: pos(1, 1), Sizes: []int64{1}}, 3, false},
+		{Restriction{Start: pos(-1, 0), End: pos(1, 0), Sizes: []int64{1, 2}}, 3, false},
+		{Restriction{Start: pos(0, -1), End: pos(1, 0), Sizes: []int64{1}}, 3, false},
+		{Restriction{Start: pos(0, 0), End: pos(1, -1), Sizes: []int64{1}}, 3, false},
+		{Restriction{Start: pos(2, 0), End: pos(2, 0)}, 3, true},
+		{Restriction{Start: pos(0, 0), End: pos(0, 0)}, 0, true},
+		{fullRestriction(SplitDescriptor{Members: []Member{{Size: 4}, {Size: 5}}}), 2, true},
+	}
+	for _, c := range cases {
+		if err := c.r.valid(c.n); (err == nil) != c.ok {
+			t.Errorf("%+v.valid(%d) = %v, want ok=%v", c.r, c.n, err, c.ok)
+		}
+	}
+	fr := fullRestriction(SplitDescriptor{Members: []Member{{Size: 4}, {Size: 5}}})
+	if want := (Restriction{Start: pos(0, 0), End: pos(2, 0), Sizes: []int64{4, 5}}); !reflect.DeepEqual(fr, want) {
+		t.Errorf("fullRestriction = %+v, want %+v", fr, want)
+	}
+	if fr.size() != 9 {
+		t.Errorf("size = %v, want 9", fr.size())
+	}
+}
+
+// --- Property test: the reader protocol of sdf.go under random splits. ---
+
+type simDesc struct {
+	counts []int64 // records per member
+	sizes  []int64
+}
+
+type simRun struct {
+	t          *testing.T
+	rng        *rand.Rand
+	d          simDesc
+	splitProb  float64
+	splitsLeft int
+	emitted    map[Position]int
+	queue      []Restriction
+	trackers   int
+	label      string
+}
+
+func (s *simRun) fraction() float64 {
+	switch s.rng.Intn(6) {
+	case 0, 1:
+		return 0
+	case 2:
+		return 1
+	default:
+		return s.rng.Float64()
+	}
+}
+
+// maybeSplit splits tr at a random fraction with probability splitProb, checking the
+// primary/residual invariants, and queues the residual.
+func (s *simRun) maybeSplit(tr *Tracker, unsplit *bool) {
+	if s.splitsLeft <= 0 || s.rng.Float64() >= s.splitProb {
+		return
+	}
+	s.splitsLeft--
+	before := tr.GetRestriction().(Restriction)
+	f := s.fraction()
+	prim, res, err := tr.TrySplit(f)
+	if err != nil {
+		s.t.Fatalf("%s: TrySplit(%v): %v", s.label, f, err)
+	}
+	p := prim.(Restriction)
+	if !reflect.DeepEqual(p, tr.GetRestriction()) {
+		s.t.Fatalf("%s: TrySplit primary %+v differs from GetRestriction %+v", s.label, p, tr.GetRestriction())
+	}
+	if err := p.valid(len(s.d.counts)); err != nil {
+		s.t.Fatalf("%s: primary after TrySplit(%v) of %+v: %v", s.label, f, before, err)
+	}
+	if res == nil {
+		if !reflect.DeepEqual(p, before) {
+			s.t.Fatalf("%s: TrySplit(%v) with no residual changed the restriction %+v to %+v", s.label, f, before, p)
+		}
+		return
+	}
+	*unsplit = false
+	r := res.(Restriction)
+	if err := r.valid(len(s.d.counts)); err != nil {
+		s.t.Fatalf("%s: residual after TrySplit(%v) of %+v: %v", s.label, f, before, err)
+	}
+	if p.Start != before.Start || r.End != before.End || p.End != r.Start || r.IsEmpty() {
+		s.t.Fatalf("%s: TrySplit(%v) of %+v gave %+v and %+v", s.label, f, before, p, r)
+	}
+	if f > 0 && r.Start.Record != 0 {
+		s.t.Fatalf("%s: TrySplit(%v) residual %+v starts mid-member", s.label, f, r)
+	}
+	if tr.hasClaimed && !tr.claimed.Less(p.End) {
+		s.t.Fatalf("%s: TrySplit(%v) gave away claimed %v: primary %+v", s.label, f, tr.claimed, p)
+	}
+	if f == 0 && !tr.IsDone() {
+		s.t.Fatalf("%s: IsDone = false after checkpoint, primary %+v", s.label, p)
+	}
+	s.queue = append(s.queue, r)
+}
+
+func (s *simRun) checkProgress(tr *Tracker, unsplit bool, total float64, lastDone *float64) {
+	done, rem := tr.GetProgress()
+	if done < 0 || rem < 0 || math.IsNaN(done) || math.IsNaN(rem) {
+		s.t.Fatalf("%s: GetProgress = %v, %v", s.label, done, rem)
+	}
+	if size := tr.GetRestriction().(Restriction).size(); done+rem != size {
+		s.t.Fatalf("%s: GetProgress = %v + %v, restriction size %v", s.label, done, rem, size)
+	}
+	if unsplit {
+		if done+rem != total {
+			s.t.Fatalf("%s: unsplit GetProgress = %v + %v, want total %v", s.label, done, rem, total)
+		}
+		if done < *lastDone {
+			s.t.Fatalf("%s: progress went back from %v to %v", s.label, *lastDone, done)
+		}
+		*lastDone = done
+	}
+}
+
+// process runs the reader protocol of readFn.ProcessElement / readMember over rest.
+func (s *simRun) process(rest Restriction) {
+	n := len(s.d.counts)
+	if err := rest.valid(n); err != nil {
+		s.t.Fatalf("%s: restriction %+v: %v", s.label, rest, err)
+	}
+	s.trackers++
+	tr := NewTracker(rest)
+	unsplit, total, lastDone := true, rest.size(), 0.0
+	step := func() {
+		s.checkProgress(tr, unsplit, total, &lastDone)
+		s.maybeSplit(tr, &unsplit)
+		s.checkProgress(tr, unsplit, total, &lastDone)
+	}
+	finish := func() {
+		if err := tr.GetError(); err != nil {
+			s.t.Fatalf("%s: tracker over %+v: GetError = %v", s.label, rest, err)
+		}
+		if !tr.IsDone() {
+			s.t.Fatalf("%s: tracker over %+v now %+v: IsDone = false at the end", s.label, rest, tr.GetRestriction())
+		}
+		// A done tracker never splits.
+		if _, res, _ := tr.TrySplit(s.fraction()); res != nil {
+			s.t.Fatalf("%s: done tracker split off %+v", s.label, res)
+		}
+	}
+	for m := rest.Start.Member; ; m++ {
+		first := int64(0)
+		if m == rest.Start.Member {
+			first = rest.Start.Record
+		}
+		step()
+		if !tr.TryClaim(Position{Member: m, Record: first}) {
+			finish()
+			return
+		}
+		if m >= n {
+			s.t.Fatalf("%s: claimed member %d of %d", s.label, m, n)
+		}
+		for idx := int64(0); idx < s.d.counts[m]; idx++ {
+			if idx < first {
+				continue
+			}
+			if idx > first {
+				step()
+				if !tr.TryClaim(Position{Member: m, Record: idx}) {
+					finish()
+					return
+				}
+			}
+			step()
+			s.emitted[Position{Member: m, Record: idx}]++
+		}
+	}
+}
+
+func TestTrackerProtocolProperty(t *testing.T) {
+	const seeds = 2000
+	totalTrackers := 0
+	for seed := int64(0); seed < seeds; seed++ {
+		rng := rand.New(rand.NewSource(seed))
+		n := 1 + rng.Intn(8)
+		d := simDesc{counts: make([]int64, n), sizes: make([]int64, n)}
+		members := make([]Member, n)
+		for i := range n {
+			d.counts[i] = int64(rng.Intn(7))
+			if rng.Intn(5) > 0 {
+				d.sizes[i] = int64(rng.Intn(1000))
+			}
+			members[i] = Member{Key: fmt.Sprint(i), Size: d.sizes[i]}
+		}
+		s := &simRun{
+			t: t, rng: rng, d: d,
+			splitProb:  []float64{0, 0.05, 0.2, 0.5}[rng.Intn(4)],
+			splitsLeft: 40,
+			emitted:    map[Position]int{},
+			label:      fmt.Sprintf("seed %d (counts %v sizes %v)", seed, d.counts, d.sizes),
+		}
+		s.queue = append(s.queue, fullRestriction(SplitDescriptor{Members: members}))
+		for len(s.queue) > 0 {
+			r := s.queue[0]
+			s.queue = s.queue[1:]
+			s.process(r)
+		}
+		totalTrackers += s.trackers
+		var want, got []Position
+		for m, c := range d.counts {
+			for r := range c {
+				want = append(want, Position{Member: m, Record: r})
+			}
+		}
+		for p, c := range s.emitted {
+			for range c {
+				got = append(got, p)
+			}
+		}
+		sort.Slice(got, func(i, j int) bool { return got[i].Less(got[j]) })
+		if len(want) == 0 {
+			want = nil
+		}
+		if !reflect.DeepEqual(got, want) {
+			t.Fatalf("%s: emitted %v, want each of %v exactly once", s.label, got, want)
+		}
+	}
+	if totalTrackers <= seeds {
+		t.Fatalf("only %d trackers over %d seeds: the test never split", totalTrackers, seeds)
+	}
+}
