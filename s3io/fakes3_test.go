@@ -29,6 +29,7 @@ type fakeS3 struct {
 
 	mu       sync.Mutex
 	gets     int
+	lists    int // ListObjectsV2 requests, i.e. listing pages
 	unpinned []string
 }
 
@@ -37,6 +38,11 @@ func newFakeS3(t *testing.T) *fakeS3 {
 	f := &fakeS3{backend: s3mem.New()}
 	inner := gofakes3.New(f.backend).Server()
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodGet && r.URL.Query().Get("list-type") == "2" {
+			f.mu.Lock()
+			f.lists++
+			f.mu.Unlock()
+		}
 		if r.Method == http.MethodGet && f.isObjectGet(r) && !f.checkPin(w, r) {
 			return
 		}
@@ -110,6 +116,12 @@ func (f *fakeS3) put(t *testing.T, bucket, key string, data []byte) {
 	}); err != nil {
 		t.Fatalf("put s3://%s/%s: %v", bucket, key, err)
 	}
+}
+
+func (f *fakeS3) listPages() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.lists
 }
 
 func (f *fakeS3) unpinnedGets() []string {

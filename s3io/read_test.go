@@ -2,13 +2,9 @@ package s3io_test
 
 import (
 	"bytes"
-	"context"
 	"encoding/binary"
 	"fmt"
-	"net/http"
-	"sort"
 	"strings"
-	"sync/atomic"
 	"testing"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
@@ -159,12 +155,6 @@ func TestReadFramers(t *testing.T) {
 	})
 }
 
-// listRequests counts ListObjectsV2 requests reaching the server.
-type listRequests struct {
-	next http.Handler
-	n    atomic.Int64
-}
-
 func TestReadManyObjectsManySplits(t *testing.T) {
 	f := newFakeS3(t)
 	f.createBucket(t, "many")
@@ -182,6 +172,9 @@ func TestReadManyObjectsManySplits(t *testing.T) {
 	if c["objects"] != objects {
 		t.Errorf("objects = %d, want %d", c["objects"], objects)
 	}
+	if pages := f.listPages(); pages != 2 {
+		t.Errorf("the planner made %d ListObjectsV2 requests, want 2 pages of at most 1000 keys", pages)
+	}
 }
 
 func TestReadEmptyPrefix(t *testing.T) {
@@ -194,10 +187,3 @@ func TestReadEmptyPrefix(t *testing.T) {
 	}
 }
 
-func sortedCopy(s []string) []string {
-	out := append([]string(nil), s...)
-	sort.Strings(out)
-	return out
-}
-
-var _ = context.Background
