@@ -67,8 +67,11 @@ func (d *decompressors) open(mode Compression, key string, src io.Reader) (io.Re
 		} else {
 			err = d.gz.Reset(src)
 		}
+		if err == io.EOF {
+			err = io.ErrUnexpectedEOF // a few bytes that start like gzip but hold no header
+		}
 		if err != nil {
-			return nil, corruptError("gzip", err)
+			return nil, decodeError("gzip", err)
 		}
 		// Multistream is the default: concatenated gzip members (rotated-and-appended logs,
 		// parallel gzip) are read to the end, not just the first member.
@@ -81,7 +84,7 @@ func (d *decompressors) open(mode Compression, key string, src io.Reader) (io.Re
 			}
 		}
 		if err := d.zs.Reset(src); err != nil {
-			return nil, corruptError("zstd", err)
+			return nil, decodeError("zstd", err)
 		}
 		return zstdStream{d.zs}, nil
 	}
@@ -118,6 +121,8 @@ func (s zstdStream) Read(p []byte) (int, error) {
 	return n, decodeError("zstd", err)
 }
 
+// decodeError marks err as corruption unless it is the end of the stream or a failure to
+// read the source, which a retry may cure.
 func decodeError(format string, err error) error {
 	var src *sourceReadError
 	if err == nil || err == io.EOF || errors.As(err, &src) {

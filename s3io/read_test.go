@@ -186,4 +186,3 @@ func TestReadEmptyPrefix(t *testing.T) {
 		t.Errorf("counters = %v, want no splits and no records", c)
 	}
 }
-

@@ -36,8 +36,8 @@ func newRecordReader(src io.Reader, framer RecordFramer, maxRecord int) *recordR
 	return &recordReader{src: src, framer: framer, maxRecord: maxRecord}
 }
 
-// next returns the next record and the stream offset where its bytes begin, or io.EOF at the
-// end of the stream. The record stays valid (and unchanged) for as long as the caller keeps it.
+// next returns the next record and the stream offset where its framing begins (a length
+// prefix, or the line itself), or io.EOF at the end of the stream. The record stays valid (and unchanged) for as long as the caller keeps it.
 func (r *recordReader) next() (rec []byte, offset int64, err error) {
 	for {
 		if r.end > r.start || r.eof {
@@ -55,7 +55,9 @@ func (r *recordReader) next() (rec []byte, offset int64, err error) {
 				off := r.offset
 				r.start += adv
 				r.offset += int64(adv)
-				return tok, off, nil
+				// Cap the record so that a downstream append reallocates instead of writing
+				// over the next record, whatever the framer returned.
+				return tok[:len(tok):len(tok)], off, nil
 			}
 			if adv > 0 {
 				r.start += adv

@@ -145,6 +145,10 @@ func (t *Tracker) TryClaim(pos any) bool {
 	case Position:
 		p = v
 	case *Position:
+		if v == nil {
+			ok = false
+			break
+		}
 		p = *v // the reader reuses one *Position so that a claim costs no allocation
 	default:
 		ok = false

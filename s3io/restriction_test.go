@@ -9,23 +9,23 @@ import (
 	"testing"
 )
 
-func pos(m int, r int64) Position { return Position{Member: m, Record: r} }
+func rtPos(m int, r int64) Position { return Position{Member: m, Record: r} }
 
 func TestPositionLess(t *testing.T) {
 	cases := []struct {
 		p, q Position
 		want bool
 	}{
-		{pos(0, 0), pos(0, 0), false},
-		{pos(0, 0), pos(0, 1), true},
-		{pos(0, 1), pos(0, 0), false},
-		{pos(0, 5), pos(1, 0), true},
-		{pos(1, 0), pos(0, 5), false},
-		{pos(1, 0), pos(0, math.MaxInt64), false},
-		{pos(0, math.MaxInt64), pos(1, 0), true},
-		{pos(2, 3), pos(2, 3), false},
-		{pos(2, 3), pos(2, 4), true},
-		{pos(3, 0), pos(2, 4), false},
+		{rtPos(0, 0), rtPos(0, 0), false},
+		{rtPos(0, 0), rtPos(0, 1), true},
+		{rtPos(0, 1), rtPos(0, 0), false},
+		{rtPos(0, 5), rtPos(1, 0), true},
+		{rtPos(1, 0), rtPos(0, 5), false},
+		{rtPos(1, 0), rtPos(0, math.MaxInt64), false},
+		{rtPos(0, math.MaxInt64), rtPos(1, 0), true},
+		{rtPos(2, 3), rtPos(2, 3), false},
+		{rtPos(2, 3), rtPos(2, 4), true},
+		{rtPos(3, 0), rtPos(2, 4), false},
 	}
 	for _, c := range cases {
 		if got := c.p.Less(c.q); got != c.want {
@@ -41,14 +41,14 @@ func TestPositionPackRoundTrip(t *testing.T) {
 		p    Position
 		want int64
 	}{
-		{pos(0, 0), 0},
-		{pos(0, 1), 1},
-		{pos(1, 0), 1 << 43},
-		{pos(1, 1), 1<<43 + 1},
-		{pos(0, maxRecord), maxRecord},
-		{pos(maxMember, 0), int64(maxMember) << 43},
-		{pos(maxMember, maxRecord), math.MaxInt64},
-		{pos(12345, 67890), 12345<<43 | 67890},
+		{rtPos(0, 0), 0},
+		{rtPos(0, 1), 1},
+		{rtPos(1, 0), 1 << 43},
+		{rtPos(1, 1), 1<<43 + 1},
+		{rtPos(0, maxRecord), maxRecord},
+		{rtPos(maxMember, 0), int64(maxMember) << 43},
+		{rtPos(maxMember, maxRecord), math.MaxInt64},
+		{rtPos(12345, 67890), 12345<<43 | 67890},
 	}
 	for _, c := range cases {
 		v, err := c.p.Pack()
@@ -77,15 +77,15 @@ func TestPositionPackRoundTrip(t *testing.T) {
 
 func TestPositionPackOutOfRange(t *testing.T) {
 	for _, p := range []Position{
-		pos(-1, 0),
-		pos(0, -1),
-		pos(-1, -1),
-		pos(1<<20, 0),
-		pos(0, 1<<43),
-		pos(1<<20, 1<<43),
-		pos(math.MaxInt, 0),
-		pos(0, math.MaxInt64),
-		pos(0, math.MinInt64),
+		rtPos(-1, 0),
+		rtPos(0, -1),
+		rtPos(-1, -1),
+		rtPos(1<<20, 0),
+		rtPos(0, 1<<43),
+		rtPos(1<<20, 1<<43),
+		rtPos(math.MaxInt, 0),
+		rtPos(0, math.MaxInt64),
+		rtPos(0, math.MinInt64),
 	} {
 		v, err := p.Pack()
 		if err == nil {
@@ -98,16 +98,16 @@ func TestPositionPackOutOfRange(t *testing.T) {
 }
 
 // rest3 is a three-member restriction with sizes 100, 200, 300.
-func rest3() Restriction {
-	return Restriction{Start: pos(0, 0), End: pos(3, 0), Sizes: []int64{100, 200, 300}}
+func rtRest3() Restriction {
+	return Restriction{Start: rtPos(0, 0), End: rtPos(3, 0), Sizes: []int64{100, 200, 300}}
 }
 
 func TestTrackerClaimsInOrder(t *testing.T) {
-	tr := NewTracker(rest3())
+	tr := NewTracker(rtRest3())
 	if tr.IsDone() {
 		t.Fatal("IsDone before any claim")
 	}
-	for _, p := range []Position{pos(0, 0), pos(0, 1), pos(0, 7), pos(1, 0), pos(2, 0), pos(2, 1000)} {
+	for _, p := range []Position{rtPos(0, 0), rtPos(0, 1), rtPos(0, 7), rtPos(1, 0), rtPos(2, 0), rtPos(2, 1000)} {
 		if !tr.TryClaim(p) {
 			t.Fatalf("TryClaim(%v) = false; err %v", p, tr.GetError())
 		}
@@ -115,7 +115,7 @@ func TestTrackerClaimsInOrder(t *testing.T) {
 			t.Fatalf("IsDone after claiming %v, mid-restriction", p)
 		}
 	}
-	if tr.TryClaim(pos(3, 0)) {
+	if tr.TryClaim(rtPos(3, 0)) {
 		t.Fatal("TryClaim(End) = true")
 	}
 	if err := tr.GetError(); err != nil {
@@ -125,7 +125,7 @@ func TestTrackerClaimsInOrder(t *testing.T) {
 		t.Fatal("IsDone = false after the End claim failed")
 	}
 	// Any further claim is misuse.
-	if tr.TryClaim(pos(3, 1)) {
+	if tr.TryClaim(rtPos(3, 1)) {
 		t.Fatal("TryClaim after stop = true")
 	}
 	if tr.GetError() == nil {
@@ -134,9 +134,9 @@ func TestTrackerClaimsInOrder(t *testing.T) {
 }
 
 func TestTrackerClaimBeyondEnd(t *testing.T) {
-	for _, p := range []Position{pos(3, 0), pos(3, 5), pos(4, 0), pos(100, 100)} {
-		tr := NewTracker(rest3())
-		if !tr.TryClaim(pos(0, 0)) {
+	for _, p := range []Position{rtPos(3, 0), rtPos(3, 5), rtPos(4, 0), rtPos(100, 100)} {
+		tr := NewTracker(rtRest3())
+		if !tr.TryClaim(rtPos(0, 0)) {
 			t.Fatal("first claim failed")
 		}
 		if tr.TryClaim(p) {
@@ -150,8 +150,8 @@ func TestTrackerClaimBeyondEnd(t *testing.T) {
 		}
 	}
 	// Mid-member end.
-	tr := NewTracker(Restriction{Start: pos(1, 2), End: pos(2, 3), Sizes: []int64{5, 6}})
-	for _, p := range []Position{pos(1, 2), pos(1, 9), pos(2, 0), pos(2, 2)} {
+	tr := NewTracker(Restriction{Start: rtPos(1, 2), End: rtPos(2, 3), Sizes: []int64{5, 6}})
+	for _, p := range []Position{rtPos(1, 2), rtPos(1, 9), rtPos(2, 0), rtPos(2, 2)} {
 		if !tr.TryClaim(p) {
 			t.Fatalf("TryClaim(%v) = false", p)
 		}
@@ -159,7 +159,7 @@ func TestTrackerClaimBeyondEnd(t *testing.T) {
 	if !tr.IsDone() {
 		t.Error("IsDone = false after claiming the last owned record (2,2) of [(1,2),(2,3))")
 	}
-	if tr.TryClaim(pos(2, 3)) {
+	if tr.TryClaim(rtPos(2, 3)) {
 		t.Error("TryClaim((2,3)) = true, End is (2,3)")
 	}
 	if tr.GetError() != nil || !tr.IsDone() {
@@ -173,13 +173,14 @@ func TestTrackerMisuse(t *testing.T) {
 		rest   Restriction
 		claims []any // all but the last succeed
 	}{
-		{"before start", Restriction{Start: pos(1, 3), End: pos(3, 0), Sizes: []int64{1, 1}}, []any{pos(1, 2)}},
-		{"before start member", Restriction{Start: pos(1, 0), End: pos(3, 0), Sizes: []int64{1, 1}}, []any{pos(0, 9)}},
-		{"repeat", rest3(), []any{pos(0, 0), pos(0, 0)}},
-		{"backwards", rest3(), []any{pos(0, 0), pos(1, 4), pos(1, 3)}},
-		{"backwards member", rest3(), []any{pos(0, 0), pos(2, 0), pos(1, 9)}},
-		{"wrong type", rest3(), []any{int64(0)}},
-		{"pointer", rest3(), []any{&Position{}}},
+		{"before start", Restriction{Start: rtPos(1, 3), End: rtPos(3, 0), Sizes: []int64{1, 1}}, []any{rtPos(1, 2)}},
+		{"before start member", Restriction{Start: rtPos(1, 0), End: rtPos(3, 0), Sizes: []int64{1, 1}}, []any{rtPos(0, 9)}},
+		{"repeat", rtRest3(), []any{rtPos(0, 0), rtPos(0, 0)}},
+		{"backwards", rtRest3(), []any{rtPos(0, 0), rtPos(1, 4), rtPos(1, 3)}},
+		{"backwards member", rtRest3(), []any{rtPos(0, 0), rtPos(2, 0), rtPos(1, 9)}},
+		{"wrong type", rtRest3(), []any{int64(0)}},
+		{"pointer backwards", rtRest3(), []any{&Position{Member: 1}, &Position{Member: 0, Record: 3}}},
+		{"nil interface", rtRest3(), []any{nil}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -200,7 +201,7 @@ func TestTrackerMisuse(t *testing.T) {
 				t.Error("IsDone = true on a tracker with an error")
 			}
 			// The tracker stays stopped.
-			if tr.TryClaim(pos(2, 999)) {
+			if tr.TryClaim(rtPos(2, 999)) {
 				t.Error("TryClaim after misuse = true")
 			}
 			if _, res, err := tr.TrySplit(0); res != nil || err != nil {
@@ -210,12 +211,31 @@ func TestTrackerMisuse(t *testing.T) {
 	}
 }
 
+func TestTrackerClaimPointerIsCopied(t *testing.T) {
+	tr := NewTracker(rtRest3())
+	claim := &Position{Member: 0, Record: 0}
+	if !tr.TryClaim(claim) {
+		t.Fatalf("TryClaim(*Position) = false: %v", tr.GetError())
+	}
+	claim.Record = 5
+	if !tr.TryClaim(claim) {
+		t.Fatalf("TryClaim(reused *Position (0,5)) = false: %v", tr.GetError())
+	}
+	// Mutating the pointer after the claim must not move the tracker's claimed position:
+	// a checkpoint still splits right after (0,5).
+	claim.Member, claim.Record = 2, 7
+	_, res, _ := tr.TrySplit(0)
+	if want := (Restriction{Start: rtPos(0, 6), End: rtPos(3, 0), Sizes: []int64{100, 200, 300}}); !reflect.DeepEqual(res, want) {
+		t.Errorf("residual = %+v, want %+v", res, want)
+	}
+}
+
 func TestTrackerEmptyRestriction(t *testing.T) {
 	for _, r := range []Restriction{
 		{},
-		{Start: pos(2, 0), End: pos(2, 0)},
-		{Start: pos(2, 5), End: pos(2, 5), Sizes: []int64{10}},
-		{Start: pos(2, 5), End: pos(2, 3), Sizes: []int64{10}},
+		{Start: rtPos(2, 0), End: rtPos(2, 0)},
+		{Start: rtPos(2, 5), End: rtPos(2, 5), Sizes: []int64{10}},
+		{Start: rtPos(2, 5), End: rtPos(2, 3), Sizes: []int64{10}},
 	} {
 		tr := NewTracker(r)
 		if !tr.IsDone() {
@@ -234,8 +254,8 @@ func TestTrackerEmptyRestriction(t *testing.T) {
 }
 
 func TestTrackerCheckpointAfterClaim(t *testing.T) {
-	tr := NewTracker(rest3())
-	for _, p := range []Position{pos(0, 0), pos(1, 0), pos(1, 1), pos(1, 2)} {
+	tr := NewTracker(rtRest3())
+	for _, p := range []Position{rtPos(0, 0), rtPos(1, 0), rtPos(1, 1), rtPos(1, 2)} {
 		if !tr.TryClaim(p) {
 			t.Fatalf("TryClaim(%v) failed", p)
 		}
@@ -244,8 +264,8 @@ func TestTrackerCheckpointAfterClaim(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	wantP := Restriction{Start: pos(0, 0), End: pos(1, 3), Sizes: []int64{100, 200}}
-	wantR := Restriction{Start: pos(1, 3), End: pos(3, 0), Sizes: []int64{200, 300}}
+	wantP := Restriction{Start: rtPos(0, 0), End: rtPos(1, 3), Sizes: []int64{100, 200}}
+	wantR := Restriction{Start: rtPos(1, 3), End: rtPos(3, 0), Sizes: []int64{200, 300}}
 	if !reflect.DeepEqual(prim, wantP) {
 		t.Errorf("primary = %+v, want %+v", prim, wantP)
 	}
@@ -258,7 +278,7 @@ func TestTrackerCheckpointAfterClaim(t *testing.T) {
 	if !tr.IsDone() {
 		t.Error("IsDone = false right after a checkpoint")
 	}
-	if tr.TryClaim(pos(1, 3)) {
+	if tr.TryClaim(rtPos(1, 3)) {
 		t.Error("claimed (1,3) after it went to the residual")
 	}
 	if tr.GetError() != nil {
@@ -276,15 +296,15 @@ func TestTrackerCheckpointAfterClaim(t *testing.T) {
 
 func TestTrackerCheckpointAfterMemberClaimMidStart(t *testing.T) {
 	// A residual starting mid-member, checkpointed right after its first claim.
-	tr := NewTracker(Restriction{Start: pos(1, 4), End: pos(3, 0), Sizes: []int64{200, 300}})
-	if !tr.TryClaim(pos(1, 4)) {
+	tr := NewTracker(Restriction{Start: rtPos(1, 4), End: rtPos(3, 0), Sizes: []int64{200, 300}})
+	if !tr.TryClaim(rtPos(1, 4)) {
 		t.Fatal("claim failed")
 	}
 	prim, res, _ := tr.TrySplit(0)
-	if want := (Restriction{Start: pos(1, 4), End: pos(1, 5), Sizes: []int64{200}}); !reflect.DeepEqual(prim, want) {
+	if want := (Restriction{Start: rtPos(1, 4), End: rtPos(1, 5), Sizes: []int64{200}}); !reflect.DeepEqual(prim, want) {
 		t.Errorf("primary = %+v, want %+v", prim, want)
 	}
-	if want := (Restriction{Start: pos(1, 5), End: pos(3, 0), Sizes: []int64{200, 300}}); !reflect.DeepEqual(res, want) {
+	if want := (Restriction{Start: rtPos(1, 5), End: rtPos(3, 0), Sizes: []int64{200, 300}}); !reflect.DeepEqual(res, want) {
 		t.Errorf("residual = %+v, want %+v", res, want)
 	}
 	if !tr.IsDone() {
@@ -294,8 +314,8 @@ func TestTrackerCheckpointAfterMemberClaimMidStart(t *testing.T) {
 
 func TestTrackerCheckpointBeforeClaim(t *testing.T) {
 	for _, r := range []Restriction{
-		rest3(),
-		{Start: pos(1, 4), End: pos(2, 2), Sizes: []int64{7, 8}},
+		rtRest3(),
+		{Start: rtPos(1, 4), End: rtPos(2, 2), Sizes: []int64{7, 8}},
 	} {
 		tr := NewTracker(r)
 		prim, res, err := tr.TrySplit(0)
@@ -326,18 +346,18 @@ func TestTrackerCheckpointBeforeClaim(t *testing.T) {
 
 func TestTrackerSplitDoneOrStopped(t *testing.T) {
 	// Stopped by hitting End.
-	tr := NewTracker(rest3())
-	tr.TryClaim(pos(0, 0))
-	tr.TryClaim(pos(3, 0))
+	tr := NewTracker(rtRest3())
+	tr.TryClaim(rtPos(0, 0))
+	tr.TryClaim(rtPos(3, 0))
 	for _, f := range []float64{0, 0.3, 1} {
-		if prim, res, err := tr.TrySplit(f); res != nil || err != nil || !reflect.DeepEqual(prim, rest3()) {
+		if prim, res, err := tr.TrySplit(f); res != nil || err != nil || !reflect.DeepEqual(prim, rtRest3()) {
 			t.Errorf("stopped TrySplit(%v) = %+v, %+v, %v", f, prim, res, err)
 		}
 	}
 	// Done by claiming the last record of a checkpointed primary.
-	tr = NewTracker(Restriction{Start: pos(0, 0), End: pos(0, 2), Sizes: []int64{5}})
-	tr.TryClaim(pos(0, 0))
-	tr.TryClaim(pos(0, 1))
+	tr = NewTracker(Restriction{Start: rtPos(0, 0), End: rtPos(0, 2), Sizes: []int64{5}})
+	tr.TryClaim(rtPos(0, 0))
+	tr.TryClaim(rtPos(0, 1))
 	if !tr.IsDone() {
 		t.Fatal("not done after claiming the last owned record")
 	}
@@ -350,7 +370,7 @@ func TestTrackerSplitDoneOrStopped(t *testing.T) {
 
 func TestTrackerFractionalSplits(t *testing.T) {
 	sizes := []int64{100, 200, 300, 400} // total 1000
-	full := Restriction{Start: pos(0, 0), End: pos(4, 0), Sizes: sizes}
+	full := Restriction{Start: rtPos(0, 0), End: rtPos(4, 0), Sizes: sizes}
 	cases := []struct {
 		name     string
 		rest     Restriction
@@ -360,49 +380,49 @@ func TestTrackerFractionalSplits(t *testing.T) {
 		wantR    *Restriction // nil: no split
 	}{
 		{"tiny before claims", full, nil, 1e-9,
-			Restriction{Start: pos(0, 0), End: pos(1, 0), Sizes: sizes[:1]},
-			&Restriction{Start: pos(1, 0), End: pos(4, 0), Sizes: sizes[1:]}},
+			Restriction{Start: rtPos(0, 0), End: rtPos(1, 0), Sizes: sizes[:1]},
+			&Restriction{Start: rtPos(1, 0), End: rtPos(4, 0), Sizes: sizes[1:]}},
 		{"exactly first member", full, nil, 0.1,
-			Restriction{Start: pos(0, 0), End: pos(1, 0), Sizes: sizes[:1]},
-			&Restriction{Start: pos(1, 0), End: pos(4, 0), Sizes: sizes[1:]}},
+			Restriction{Start: rtPos(0, 0), End: rtPos(1, 0), Sizes: sizes[:1]},
+			&Restriction{Start: rtPos(1, 0), End: rtPos(4, 0), Sizes: sizes[1:]}},
 		{"just past first member", full, nil, 0.1001,
-			Restriction{Start: pos(0, 0), End: pos(2, 0), Sizes: sizes[:2]},
-			&Restriction{Start: pos(2, 0), End: pos(4, 0), Sizes: sizes[2:]}},
+			Restriction{Start: rtPos(0, 0), End: rtPos(2, 0), Sizes: sizes[:2]},
+			&Restriction{Start: rtPos(2, 0), End: rtPos(4, 0), Sizes: sizes[2:]}},
 		{"half", full, nil, 0.5,
-			Restriction{Start: pos(0, 0), End: pos(3, 0), Sizes: sizes[:3]},
-			&Restriction{Start: pos(3, 0), End: pos(4, 0), Sizes: sizes[3:]}},
+			Restriction{Start: rtPos(0, 0), End: rtPos(3, 0), Sizes: sizes[:3]},
+			&Restriction{Start: rtPos(3, 0), End: rtPos(4, 0), Sizes: sizes[3:]}},
 		{"0.6 lands on boundary 3", full, nil, 0.6,
-			Restriction{Start: pos(0, 0), End: pos(3, 0), Sizes: sizes[:3]},
-			&Restriction{Start: pos(3, 0), End: pos(4, 0), Sizes: sizes[3:]}},
+			Restriction{Start: rtPos(0, 0), End: rtPos(3, 0), Sizes: sizes[:3]},
+			&Restriction{Start: rtPos(3, 0), End: rtPos(4, 0), Sizes: sizes[3:]}},
 		{"past last boundary", full, nil, 0.61, full, nil},
 		{"one", full, nil, 1, full, nil},
 		{"above one clamps", full, nil, 7, full, nil},
 		// Remaining work after claiming in member 1 is members 1..3 (900 bytes): 0.5 of it is
 		// 450, reached after member 2 (200+300 = 500).
-		{"after claims", full, []Position{pos(0, 0), pos(1, 0), pos(1, 5)}, 0.5,
-			Restriction{Start: pos(0, 0), End: pos(3, 0), Sizes: sizes[:3]},
-			&Restriction{Start: pos(3, 0), End: pos(4, 0), Sizes: sizes[3:]}},
-		{"after claims small", full, []Position{pos(0, 0), pos(1, 0), pos(1, 5)}, 0.2,
-			Restriction{Start: pos(0, 0), End: pos(2, 0), Sizes: sizes[:2]},
-			&Restriction{Start: pos(2, 0), End: pos(4, 0), Sizes: sizes[2:]}},
-		{"in last member", full, []Position{pos(0, 0), pos(3, 0)}, 0.01, full, nil},
-		{"negative clamps to checkpoint", full, []Position{pos(0, 0), pos(0, 1)}, -3,
-			Restriction{Start: pos(0, 0), End: pos(0, 2), Sizes: sizes[:1]},
-			&Restriction{Start: pos(0, 2), End: pos(4, 0), Sizes: sizes}},
+		{"after claims", full, []Position{rtPos(0, 0), rtPos(1, 0), rtPos(1, 5)}, 0.5,
+			Restriction{Start: rtPos(0, 0), End: rtPos(3, 0), Sizes: sizes[:3]},
+			&Restriction{Start: rtPos(3, 0), End: rtPos(4, 0), Sizes: sizes[3:]}},
+		{"after claims small", full, []Position{rtPos(0, 0), rtPos(1, 0), rtPos(1, 5)}, 0.2,
+			Restriction{Start: rtPos(0, 0), End: rtPos(2, 0), Sizes: sizes[:2]},
+			&Restriction{Start: rtPos(2, 0), End: rtPos(4, 0), Sizes: sizes[2:]}},
+		{"in last member", full, []Position{rtPos(0, 0), rtPos(3, 0)}, 0.01, full, nil},
+		{"negative clamps to checkpoint", full, []Position{rtPos(0, 0), rtPos(0, 1)}, -3,
+			Restriction{Start: rtPos(0, 0), End: rtPos(0, 2), Sizes: sizes[:1]},
+			&Restriction{Start: rtPos(0, 2), End: rtPos(4, 0), Sizes: sizes}},
 		// End mid-member: the boundary before the partially owned member is a split point.
-		{"partial last member", Restriction{Start: pos(1, 2), End: pos(3, 4), Sizes: []int64{10, 10, 80}}, nil, 0.05,
-			Restriction{Start: pos(1, 2), End: pos(2, 0), Sizes: []int64{10}},
-			&Restriction{Start: pos(2, 0), End: pos(3, 4), Sizes: []int64{10, 80}}},
-		{"partial last member boundary", Restriction{Start: pos(1, 2), End: pos(3, 4), Sizes: []int64{10, 10, 80}}, nil, 0.15,
-			Restriction{Start: pos(1, 2), End: pos(3, 0), Sizes: []int64{10, 10}},
-			&Restriction{Start: pos(3, 0), End: pos(3, 4), Sizes: []int64{80}}},
-		{"partial last member late", Restriction{Start: pos(1, 2), End: pos(3, 4), Sizes: []int64{10, 10, 80}}, nil, 0.9,
-			Restriction{Start: pos(1, 2), End: pos(3, 4), Sizes: []int64{10, 10, 80}}, nil},
-		{"zero sizes", Restriction{Start: pos(0, 0), End: pos(3, 0), Sizes: []int64{0, 0, 0}}, nil, 0.5,
-			Restriction{Start: pos(0, 0), End: pos(1, 0), Sizes: []int64{0}},
-			&Restriction{Start: pos(1, 0), End: pos(3, 0), Sizes: []int64{0, 0}}},
-		{"single member", Restriction{Start: pos(0, 0), End: pos(1, 0), Sizes: []int64{50}}, nil, 0.5,
-			Restriction{Start: pos(0, 0), End: pos(1, 0), Sizes: []int64{50}}, nil},
+		{"partial last member", Restriction{Start: rtPos(1, 2), End: rtPos(3, 4), Sizes: []int64{10, 10, 80}}, nil, 0.05,
+			Restriction{Start: rtPos(1, 2), End: rtPos(2, 0), Sizes: []int64{10}},
+			&Restriction{Start: rtPos(2, 0), End: rtPos(3, 4), Sizes: []int64{10, 80}}},
+		{"partial last member boundary", Restriction{Start: rtPos(1, 2), End: rtPos(3, 4), Sizes: []int64{10, 10, 80}}, nil, 0.15,
+			Restriction{Start: rtPos(1, 2), End: rtPos(3, 0), Sizes: []int64{10, 10}},
+			&Restriction{Start: rtPos(3, 0), End: rtPos(3, 4), Sizes: []int64{80}}},
+		{"partial last member late", Restriction{Start: rtPos(1, 2), End: rtPos(3, 4), Sizes: []int64{10, 10, 80}}, nil, 0.9,
+			Restriction{Start: rtPos(1, 2), End: rtPos(3, 4), Sizes: []int64{10, 10, 80}}, nil},
+		{"zero sizes", Restriction{Start: rtPos(0, 0), End: rtPos(3, 0), Sizes: []int64{0, 0, 0}}, nil, 0.5,
+			Restriction{Start: rtPos(0, 0), End: rtPos(1, 0), Sizes: []int64{0}},
+			&Restriction{Start: rtPos(1, 0), End: rtPos(3, 0), Sizes: []int64{0, 0}}},
+		{"single member", Restriction{Start: rtPos(0, 0), End: rtPos(1, 0), Sizes: []int64{50}}, nil, 0.5,
+			Restriction{Start: rtPos(0, 0), End: rtPos(1, 0), Sizes: []int64{50}}, nil},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -435,18 +455,20 @@ func TestTrackerFractionalSplits(t *testing.T) {
 			if !reflect.DeepEqual(r, *c.wantR) {
 				t.Errorf("residual = %+v, want %+v", r, *c.wantR)
 			}
-			if r.Start.Record != 0 {
-				t.Errorf("fractional split residual starts mid-member at %v", r.Start)
-			}
-			if tr.IsDone() {
-				t.Error("IsDone after a fractional split that left work in the primary")
+			if c.fraction > 0 {
+				if r.Start.Record != 0 {
+					t.Errorf("fractional split residual starts mid-member at %v", r.Start)
+				}
+				if tr.IsDone() {
+					t.Error("IsDone after a fractional split that left work in the primary")
+				}
 			}
 		})
 	}
 }
 
 func TestTrackerProgress(t *testing.T) {
-	tr := NewTracker(rest3())
+	tr := NewTracker(rtRest3())
 	type pr struct{ done, rem float64 }
 	check := func(want pr) {
 		t.Helper()
@@ -456,23 +478,23 @@ func TestTrackerProgress(t *testing.T) {
 		}
 	}
 	check(pr{0, 600})
-	tr.TryClaim(pos(0, 0))
+	tr.TryClaim(rtPos(0, 0))
 	check(pr{0, 600})
-	tr.TryClaim(pos(0, 9))
+	tr.TryClaim(rtPos(0, 9))
 	check(pr{0, 600})
-	tr.TryClaim(pos(1, 0))
+	tr.TryClaim(rtPos(1, 0))
 	check(pr{100, 500})
-	tr.TryClaim(pos(2, 3))
+	tr.TryClaim(rtPos(2, 3))
 	check(pr{300, 300})
 	// After a checkpoint the primary owns members 0..2 only up to (2,4).
 	tr.TrySplit(0)
 	check(pr{300, 300})
 
-	tr = NewTracker(Restriction{Start: pos(2, 5), End: pos(4, 1), Sizes: []int64{10, 20, 30}})
+	tr = NewTracker(Restriction{Start: rtPos(2, 5), End: rtPos(4, 1), Sizes: []int64{10, 20, 30}})
 	check(pr{0, 60})
-	tr.TryClaim(pos(3, 0))
+	tr.TryClaim(rtPos(3, 0))
 	check(pr{10, 50})
-	tr.TryClaim(pos(4, 0))
+	tr.TryClaim(rtPos(4, 0))
 	check(pr{30, 30})
 }
 
@@ -482,17 +504,17 @@ func TestRestrictionValid(t *testing.T) {
 		n  int
 		ok bool
 	}{
-		{rest3(), 3, true},
-		{rest3(), 2, false},
-		{Restriction{Start: pos(0, 0), End: pos(3, 0), Sizes: []int64{1, 2}}, 3, false},
-		{Restriction{Start: pos(1, 2), End: pos(2, 1), Sizes: []int64{1, 2}}, 3, true},
-		{Restriction{Start: pos(1, 2), End: pos(2, 1), Sizes: []int64{1, 2}}, 2, false},
-		{Restriction{Start: pos(1, 2), End: pos(1, 1), Sizes: []int64{1}}, 3, false},
-		{Restriction{Start: pos(-1, 0), End: pos(1, 0), Sizes: []int64{1, 2}}, 3, false},
-		{Restriction{Start: pos(0, -1), End: pos(1, 0), Sizes: []int64{1}}, 3, false},
-		{Restriction{Start: pos(0, 0), End: pos(1, -1), Sizes: []int64{1}}, 3, false},
-		{Restriction{Start: pos(2, 0), End: pos(2, 0)}, 3, true},
-		{Restriction{Start: pos(0, 0), End: pos(0, 0)}, 0, true},
+		{rtRest3(), 3, true},
+		{rtRest3(), 2, false},
+		{Restriction{Start: rtPos(0, 0), End: rtPos(3, 0), Sizes: []int64{1, 2}}, 3, false},
+		{Restriction{Start: rtPos(1, 2), End: rtPos(2, 1), Sizes: []int64{1, 2}}, 3, true},
+		{Restriction{Start: rtPos(1, 2), End: rtPos(2, 1), Sizes: []int64{1, 2}}, 2, false},
+		{Restriction{Start: rtPos(1, 2), End: rtPos(1, 1), Sizes: []int64{1}}, 3, false},
+		{Restriction{Start: rtPos(-1, 0), End: rtPos(1, 0), Sizes: []int64{1, 2}}, 3, false},
+		{Restriction{Start: rtPos(0, -1), End: rtPos(1, 0), Sizes: []int64{1}}, 3, false},
+		{Restriction{Start: rtPos(0, 0), End: rtPos(1, -1), Sizes: []int64{1}}, 3, false},
+		{Restriction{Start: rtPos(2, 0), End: rtPos(2, 0)}, 3, true},
+		{Restriction{Start: rtPos(0, 0), End: rtPos(0, 0)}, 0, true},
 		{fullRestriction(SplitDescriptor{Members: []Member{{Size: 4}, {Size: 5}}}), 2, true},
 	}
 	for _, c := range cases {
@@ -501,7 +523,7 @@ func TestRestrictionValid(t *testing.T) {
 		}
 	}
 	fr := fullRestriction(SplitDescriptor{Members: []Member{{Size: 4}, {Size: 5}}})
-	if want := (Restriction{Start: pos(0, 0), End: pos(2, 0), Sizes: []int64{4, 5}}); !reflect.DeepEqual(fr, want) {
+	if want := (Restriction{Start: rtPos(0, 0), End: rtPos(2, 0), Sizes: []int64{4, 5}}); !reflect.DeepEqual(fr, want) {
 		t.Errorf("fullRestriction = %+v, want %+v", fr, want)
 	}
 	if fr.size() != 9 {
@@ -511,24 +533,26 @@ func TestRestrictionValid(t *testing.T) {
 
 // --- Property test: the reader protocol of sdf.go under random splits. ---
 
-type simDesc struct {
+type rtSimDesc struct {
 	counts []int64 // records per member
 	sizes  []int64
 }
 
-type simRun struct {
+type rtSimRun struct {
 	t          *testing.T
 	rng        *rand.Rand
-	d          simDesc
+	d          rtSimDesc
 	splitProb  float64
 	splitsLeft int
 	emitted    map[Position]int
 	queue      []Restriction
 	trackers   int
-	label      string
+	// residuals split off by checkpoints (fraction 0) and by fractional splits
+	checkpoints, fractional int
+	label                   string
 }
 
-func (s *simRun) fraction() float64 {
+func (s *rtSimRun) fraction() float64 {
 	switch s.rng.Intn(6) {
 	case 0, 1:
 		return 0
@@ -541,7 +565,7 @@ func (s *simRun) fraction() float64 {
 
 // maybeSplit splits tr at a random fraction with probability splitProb, checking the
 // primary/residual invariants, and queues the residual.
-func (s *simRun) maybeSplit(tr *Tracker, unsplit *bool) {
+func (s *rtSimRun) maybeSplit(tr *Tracker, unsplit *bool) {
 	if s.splitsLeft <= 0 || s.rng.Float64() >= s.splitProb {
 		return
 	}
@@ -566,6 +590,11 @@ func (s *simRun) maybeSplit(tr *Tracker, unsplit *bool) {
 		return
 	}
 	*unsplit = false
+	if f == 0 {
+		s.checkpoints++
+	} else {
+		s.fractional++
+	}
 	r := res.(Restriction)
 	if err := r.valid(len(s.d.counts)); err != nil {
 		s.t.Fatalf("%s: residual after TrySplit(%v) of %+v: %v", s.label, f, before, err)
@@ -585,7 +614,7 @@ func (s *simRun) maybeSplit(tr *Tracker, unsplit *bool) {
 	s.queue = append(s.queue, r)
 }
 
-func (s *simRun) checkProgress(tr *Tracker, unsplit bool, total float64, lastDone *float64) {
+func (s *rtSimRun) checkProgress(tr *Tracker, unsplit bool, total float64, lastDone *float64) {
 	done, rem := tr.GetProgress()
 	if done < 0 || rem < 0 || math.IsNaN(done) || math.IsNaN(rem) {
 		s.t.Fatalf("%s: GetProgress = %v, %v", s.label, done, rem)
@@ -605,7 +634,7 @@ func (s *simRun) checkProgress(tr *Tracker, unsplit bool, total float64, lastDon
 }
 
 // process runs the reader protocol of readFn.ProcessElement / readMember over rest.
-func (s *simRun) process(rest Restriction) {
+func (s *rtSimRun) process(rest Restriction) {
 	n := len(s.d.counts)
 	if err := rest.valid(n); err != nil {
 		s.t.Fatalf("%s: restriction %+v: %v", s.label, rest, err)
@@ -643,13 +672,16 @@ func (s *simRun) process(rest Restriction) {
 		if m >= n {
 			s.t.Fatalf("%s: claimed member %d of %d", s.label, m, n)
 		}
+		// Like readMember, reuse one *Position for the record claims of a member.
+		claim := &Position{Member: m}
 		for idx := int64(0); idx < s.d.counts[m]; idx++ {
 			if idx < first {
 				continue
 			}
+			claim.Record = idx
 			if idx > first {
 				step()
-				if !tr.TryClaim(Position{Member: m, Record: idx}) {
+				if !tr.TryClaim(claim) {
 					finish()
 					return
 				}
@@ -662,11 +694,11 @@ func (s *simRun) process(rest Restriction) {
 
 func TestTrackerProtocolProperty(t *testing.T) {
 	const seeds = 2000
-	totalTrackers := 0
+	totalTrackers, checkpoints, fractional := 0, 0, 0
 	for seed := int64(0); seed < seeds; seed++ {
 		rng := rand.New(rand.NewSource(seed))
 		n := 1 + rng.Intn(8)
-		d := simDesc{counts: make([]int64, n), sizes: make([]int64, n)}
+		d := rtSimDesc{counts: make([]int64, n), sizes: make([]int64, n)}
 		members := make([]Member, n)
 		for i := range n {
 			d.counts[i] = int64(rng.Intn(7))
@@ -675,7 +707,7 @@ func TestTrackerProtocolProperty(t *testing.T) {
 			}
 			members[i] = Member{Key: fmt.Sprint(i), Size: d.sizes[i]}
 		}
-		s := &simRun{
+		s := &rtSimRun{
 			t: t, rng: rng, d: d,
 			splitProb:  []float64{0, 0.05, 0.2, 0.5}[rng.Intn(4)],
 			splitsLeft: 40,
@@ -689,6 +721,8 @@ func TestTrackerProtocolProperty(t *testing.T) {
 			s.process(r)
 		}
 		totalTrackers += s.trackers
+		checkpoints += s.checkpoints
+		fractional += s.fractional
 		var want, got []Position
 		for m, c := range d.counts {
 			for r := range c {
@@ -708,7 +742,9 @@ func TestTrackerProtocolProperty(t *testing.T) {
 			t.Fatalf("%s: emitted %v, want each of %v exactly once", s.label, got, want)
 		}
 	}
-	if totalTrackers <= seeds {
-		t.Fatalf("only %d trackers over %d seeds: the test never split", totalTrackers, seeds)
+	// The test must exercise both kinds of split.
+	if checkpoints < 500 || fractional < 500 || totalTrackers != seeds+checkpoints+fractional {
+		t.Fatalf("%d trackers, %d checkpoint and %d fractional residuals over %d seeds", totalTrackers, checkpoints, fractional, seeds)
 	}
+	t.Logf("%d trackers, %d checkpoint and %d fractional residuals over %d seeds", totalTrackers, checkpoints, fractional, seeds)
 }

@@ -1,0 +1,428 @@
+package s3io
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand"
+	"strings"
+	"testing"
+
+	"github.com/klauspost/compress/gzip"
+	"github.com/klauspost/compress/zstd"
+)
+
+func cmpGzip(t *testing.T, members ...string) []byte {
+	t.Helper()
+	var out bytes.Buffer
+	for _, m := range members {
+		w := gzip.NewWriter(&out)
+		if _, err := w.Write([]byte(m)); err != nil {
+			t.Fatal(err)
+		}
+		if err := w.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return out.Bytes()
+}
+
+func cmpGzipNamed(t *testing.T, name, text string) []byte {
+	t.Helper()
+	var out bytes.Buffer
+	w := gzip.NewWriter(&out)
+	w.Name = name
+	if _, err := w.Write([]byte(text)); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return out.Bytes()
+}
+
+func cmpZstd(t *testing.T, frames ...string) []byte {
+	t.Helper()
+	var out bytes.Buffer
+	for _, f := range frames {
+		w, err := zstd.NewWriter(&out)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := w.Write([]byte(f)); err != nil {
+			t.Fatal(err)
+		}
+		if err := w.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return out.Bytes()
+}
+
+// cmpText is compressible but not trivially so: many distinct lines.
+func cmpText(seed int64, n int) string {
+	rng := rand.New(rand.NewSource(seed))
+	var b strings.Builder
+	for b.Len() < n {
+		fmt.Fprintf(&b, "%d record %x %s\n", b.Len(), rng.Int63(), strings.Repeat("ab", rng.Intn(20)))
+	}
+	return b.String()
+}
+
+// cmpOnlyReader hides any extra interfaces of r (such as io.ByteReader or Len), as an S3
+// body does.
+type cmpOnlyReader struct{ r io.Reader }
+
+func (r cmpOnlyReader) Read(p []byte) (int, error) { return r.r.Read(p) }
+
+// cmpOpenAll opens src with d and reads the whole stream. An error from open and an error
+// from reading are told apart by openErr.
+func cmpOpenAll(d *decompressors, mode Compression, key string, src io.Reader) (out []byte, openErr, readErr error) {
+	s, err := d.open(mode, key, src)
+	if err != nil {
+		return nil, err, nil
+	}
+	out, err = io.ReadAll(s)
+	return out, nil, err
+}
+
+func TestCompressionFor(t *testing.T) {
+	gz := []byte{0x1f, 0x8b, 0x08, 0x00}
+	zs := []byte{0x28, 0xb5, 0x2f, 0xfd}
+	plain := []byte("abcd")
+	cases := []struct {
+		mode Compression
+		key  string
+		head []byte
+		want Compression
+	}{
+		{CompressionAuto, "a.gz", plain, CompressionGzip},
+		{CompressionAuto, "logs/A.GZ", plain, CompressionGzip},
+		{CompressionAuto, "x.Gz", nil, CompressionGzip},
+		{CompressionAuto, "x.gzip", plain, CompressionGzip},
+		{CompressionAuto, "x.GZIP", plain, CompressionGzip},
+		{CompressionAuto, "x.zst", plain, CompressionZstd},
+		{CompressionAuto, "x.ZST", plain, CompressionZstd},
+		{CompressionAuto, "x.zstd", plain, CompressionZstd},
+		{CompressionAuto, "x.ZsTd", nil, CompressionZstd},
+		{CompressionAuto, "x.gz", zs, CompressionGzip},  // the extension decides first
+		{CompressionAuto, "x.zst", gz, CompressionZstd}, // the extension decides first
+		{CompressionAuto, "x.txt", gz, CompressionGzip},
+		{CompressionAuto, "x", gz[:2], CompressionGzip},
+		{CompressionAuto, "x.txt", zs, CompressionZstd},
+		{CompressionAuto, "x", zs[:3], CompressionNone},
+		{CompressionAuto, "x", gz[:1], CompressionNone},
+		{CompressionAuto, "x.txt", plain, CompressionNone},
+		{CompressionAuto, "x.gz.txt", plain, CompressionNone},
+		{CompressionAuto, "x.tgz", plain, CompressionNone},
+		{CompressionAuto, "gz", plain, CompressionNone},
+		{CompressionAuto, "x.zst/part", plain, CompressionNone},
+		{CompressionAuto, "", nil, CompressionNone},
+		{CompressionNone, "x.gz", gz, CompressionNone},
+		{CompressionNone, "x.zst", zs, CompressionNone},
+		{CompressionGzip, "x.txt", plain, CompressionGzip},
+		{CompressionGzip, "x.zst", zs, CompressionGzip},
+		{CompressionZstd, "x.gz", gz, CompressionZstd},
+		{CompressionZstd, "x", nil, CompressionZstd},
+	}
+	for _, c := range cases {
+		if got := compressionFor(c.mode, c.key, c.head); got != c.want {
+			t.Errorf("compressionFor(%q, %q, % x) = %q, want %q", c.mode, c.key, c.head, got, c.want)
+		}
+	}
+}
+
+func TestDecompressorsOpen(t *testing.T) {
+	text := cmpText(1, 100_000)
+	gz2 := cmpGzip(t, "first member\n", "second member\nno newline")
+	zs2 := cmpZstd(t, "frame one\n", "frame two\n")
+	cases := []struct {
+		name string
+		mode Compression
+		key  string
+		in   []byte
+		want string
+	}{
+		{"plain", CompressionAuto, "a.txt", []byte("hello\nworld"), "hello\nworld"},
+		{"plain 1 byte", CompressionAuto, "a", []byte("h"), "h"},
+		{"plain 3 bytes", CompressionAuto, "a", []byte("abc"), "abc"},
+		{"plain 4 bytes", CompressionAuto, "a", []byte("abcd"), "abcd"},
+		{"plain gzip-looking 1 byte", CompressionAuto, "a", []byte{0x1f}, "\x1f"},
+		{"plain large", CompressionAuto, "a.log", []byte(text), text},
+		{"forced none on gzip", CompressionNone, "a.gz", gz2, string(gz2)},
+		{"gzip by key", CompressionAuto, "a.gz", cmpGzip(t, text), text},
+		{"gzip by magic", CompressionAuto, "a.log", cmpGzip(t, text), text},
+		{"gzip forced", CompressionGzip, "a.zst", cmpGzip(t, "x"), "x"},
+		{"gzip multi-member", CompressionAuto, "a.GZ", gz2, "first member\nsecond member\nno newline"},
+		{"gzip multi-member by magic", CompressionAuto, "a", gz2, "first member\nsecond member\nno newline"},
+		{"gzip three members with empty", CompressionAuto, "a.gz", cmpGzip(t, "a\n", "", "b\n"), "a\nb\n"},
+		{"gzip of nothing", CompressionAuto, "a.gz", cmpGzip(t, ""), ""},
+		{"zstd by key", CompressionAuto, "a.zst", cmpZstd(t, text), text},
+		{"zstd by magic", CompressionAuto, "a", cmpZstd(t, text), text},
+		{"zstd forced", CompressionZstd, "a.gz", cmpZstd(t, "y\n"), "y\n"},
+		{"zstd multi-frame", CompressionAuto, "a.ZSTD", zs2, "frame one\nframe two\n"},
+		{"empty auto", CompressionAuto, "a.txt", nil, ""},
+		{"empty .gz", CompressionAuto, "a.gz", nil, ""},
+		{"empty gzip forced", CompressionGzip, "a", nil, ""},
+		{"empty .zst", CompressionAuto, "a.zst", nil, ""},
+		{"empty zstd forced", CompressionZstd, "a", nil, ""},
+	}
+	var d decompressors
+	defer d.close()
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			// Through a plain io.Reader, as an S3 body is, and with a fresh and the shared d.
+			for _, fresh := range []bool{false, true} {
+				dd := &d
+				if fresh {
+					dd = &decompressors{}
+				}
+				got, openErr, readErr := cmpOpenAll(dd, c.mode, c.key, cmpOnlyReader{bytes.NewReader(c.in)})
+				if fresh {
+					dd.close()
+				}
+				if openErr != nil || readErr != nil {
+					t.Fatalf("fresh %v: open: %v, read: %v", fresh, openErr, readErr)
+				}
+				if string(got) != c.want {
+					t.Fatalf("fresh %v: got %d bytes %.40q, want %d bytes %.40q", fresh, len(got), got, len(c.want), c.want)
+				}
+			}
+		})
+	}
+}
+
+func TestDecompressorsCorrupt(t *testing.T) {
+	text := cmpText(2, 50_000)
+	gz := cmpGzip(t, text)
+	zs := cmpZstd(t, text)
+
+	badDeflate := bytes.Clone(gz)
+	for i := 10; i < 200; i++ {
+		badDeflate[i] ^= 0xa5
+	}
+	badCRC := bytes.Clone(gz)
+	badCRC[len(badCRC)-6] ^= 0xff // inside the CRC-32 of the trailer
+	badSize := bytes.Clone(gz)
+	badSize[len(badSize)-1] ^= 0x01 // inside ISIZE
+	trailingGarbage := append(bytes.Clone(cmpGzip(t, "ok\n")), []byte("not gzip at all")...)
+	badZstdBody := bytes.Clone(zs)
+	for i := 12; i < len(badZstdBody)-8; i += 7 {
+		badZstdBody[i] ^= 0x5a
+	}
+
+	// atOpen: the damage is in the gzip header, which open reads; everything else fails
+	// when the stream is read (zstd reads nothing in open).
+	cases := []struct {
+		name   string
+		mode   Compression
+		key    string
+		in     []byte
+		atOpen bool
+	}{
+		{"gzip truncated header", CompressionAuto, "a.gz", gz[:7], true},
+		{"gzip magic only", CompressionAuto, "a", gz[:2], true},
+		{"gzip forced on plain text", CompressionGzip, "a", []byte("plain text, not gzip"), true},
+		{"gz key on plain text", CompressionAuto, "a.gz", []byte("plain text, not gzip"), true},
+		{"gzip corrupt deflate", CompressionAuto, "a.gz", badDeflate, false},
+		{"gzip bad crc", CompressionAuto, "a.gz", badCRC, false},
+		{"gzip bad size", CompressionAuto, "a.gz", badSize, false},
+		{"gzip truncated body", CompressionAuto, "a.gz", gz[:len(gz)/2], false},
+		{"gzip truncated trailer", CompressionAuto, "a.gz", gz[:len(gz)-3], false},
+		{"gzip trailing garbage", CompressionAuto, "a.gz", trailingGarbage, false},
+		{"zstd truncated", CompressionAuto, "a.zst", zs[:len(zs)/2], false},
+		{"zstd truncated by magic", CompressionAuto, "a", zs[:len(zs)-1], false},
+		{"zstd truncated header", CompressionAuto, "a.zst", zs[:5], false},
+		{"zstd magic only", CompressionAuto, "a", zs[:4], false},
+		{"zstd corrupt body", CompressionAuto, "a.zst", badZstdBody, false},
+		{"zstd forced on plain text", CompressionZstd, "a", []byte("plain text, not zstd"), false},
+	}
+	var shared decompressors
+	defer shared.close()
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			for _, fresh := range []bool{false, true} {
+				d := &shared
+				if fresh {
+					d = &decompressors{}
+				}
+				_, openErr, readErr := cmpOpenAll(d, c.mode, c.key, cmpOnlyReader{bytes.NewReader(c.in)})
+				if fresh {
+					d.close()
+				}
+				err := openErr
+				if err == nil {
+					err = readErr
+				}
+				if err == nil {
+					t.Fatalf("fresh %v: no error", fresh)
+				}
+				if !errors.Is(err, ErrCorrupt) {
+					t.Errorf("fresh %v: err = %v (open %v), want ErrCorrupt", fresh, err, openErr != nil)
+				}
+				if (openErr != nil) != c.atOpen {
+					t.Errorf("fresh %v: open err %v, read err %v; want the error from open: %v", fresh, openErr, readErr, c.atOpen)
+				}
+			}
+		})
+	}
+}
+
+// cmpFailingSource serves data up to cut bytes, then fails as pinnedReader does when the
+// S3 body breaks.
+type cmpFailingSource struct {
+	data  []byte
+	cut   int
+	pos   int
+	cause error
+}
+
+func (r *cmpFailingSource) Read(p []byte) (int, error) {
+	if r.pos >= r.cut {
+		return 0, &sourceReadError{offset: int64(r.pos), err: r.cause}
+	}
+	n := copy(p[:min(len(p), r.cut-r.pos)], r.data[r.pos:])
+	r.pos += n
+	return n, nil
+}
+
+// TestDecompressorsSourceErrorIsNotCorrupt breaks the source at many points of a
+// compressed object: the failure must surface as the source's error, never as ErrCorrupt.
+func TestDecompressorsSourceErrorIsNotCorrupt(t *testing.T) {
+	text := cmpText(3, 300_000)
+	// Cut around the second gzip member's header too: there it is read by Read, not open.
+	second := len(cmpGzip(t, text[:100_000]))
+	formats := []struct {
+		name  string
+		key   string
+		data  []byte
+		extra []int
+	}{
+		{"gzip", "a.gz", cmpGzip(t, text[:100_000], text[100_000:]), []int{second - 9, second - 1, second, second + 1, second + 4, second + 9, second + 10, second + 11}},
+		// gzip(1) stores the file name in the header (FNAME), which gzip.Reader reads in open.
+		{"gzip with name header", "a.gz", cmpGzipNamed(t, "access-2024-01-01T00.log", text), nil},
+		{"zstd", "a.zst", cmpZstd(t, text[:100_000], text[100_000:]), nil},
+		{"plain", "a.txt", []byte(text), nil},
+	}
+	cause := errors.New("connection reset by peer")
+	var shared decompressors
+	defer shared.close()
+	for _, f := range formats {
+		var cuts []int
+		for k := 0; k < 64 && k < len(f.data); k++ {
+			cuts = append(cuts, k)
+		}
+		for k := 64; k < len(f.data); k += len(f.data)/50 + 1 {
+			cuts = append(cuts, k)
+		}
+		for k := max(len(f.data)-20, 0); k < len(f.data); k++ {
+			cuts = append(cuts, k)
+		}
+		cuts = append(cuts, f.extra...)
+		var bad []string
+		for _, cut := range cuts {
+			src := &cmpFailingSource{data: f.data, cut: cut, cause: cause}
+			out, openErr, readErr := cmpOpenAll(&shared, CompressionAuto, f.key, src)
+			err := openErr
+			where := "open"
+			if err == nil {
+				err, where = readErr, "read"
+			}
+			var se *sourceReadError
+			switch {
+			case err == nil:
+				t.Errorf("%s cut at %d of %d: no error, %d bytes out", f.name, cut, len(f.data), len(out))
+			case errors.Is(err, ErrCorrupt) || !errors.As(err, &se) || !errors.Is(err, cause):
+				bad = append(bad, fmt.Sprintf("cut %d (%s): %v", cut, where, err))
+			case !strings.HasPrefix(text, string(out)):
+				t.Errorf("%s cut at %d: output before the error is not a prefix of the text", f.name, cut)
+			}
+		}
+		if len(bad) > 0 {
+			t.Errorf("%s: a source read error was reported as corrupt data (or lost its type) at %d of %d cut points, e.g.:\n  %s",
+				f.name, len(bad), len(cuts), strings.Join(bad[:min(len(bad), 6)], "\n  "))
+		}
+	}
+}
+
+// TestDecompressorsReuse reads a sequence of objects, good and bad, with one decompressors
+// value, as one DoFn instance does.
+func TestDecompressorsReuse(t *testing.T) {
+	texts := []string{cmpText(10, 70_000), cmpText(11, 5), cmpText(12, 300_000), "", "a\nb\n"}
+	type obj struct {
+		key     string
+		mode    Compression
+		data    []byte
+		want    string
+		corrupt bool
+	}
+	var seq []obj
+	for i, tx := range texts {
+		seq = append(seq,
+			obj{key: fmt.Sprintf("%d.gz", i), mode: CompressionAuto, data: cmpGzip(t, tx, tx), want: tx + tx},
+			obj{key: fmt.Sprintf("%d.zst", i), mode: CompressionAuto, data: cmpZstd(t, tx), want: tx},
+			obj{key: fmt.Sprintf("%d.txt", i), mode: CompressionAuto, data: []byte(tx), want: tx},
+			obj{key: fmt.Sprintf("%d", i), mode: CompressionAuto, data: cmpZstd(t, tx, "+"), want: tx + "+"},
+		)
+		if z := cmpZstd(t, tx+"tail"); len(z) > 12 {
+			seq = append(seq, obj{key: fmt.Sprintf("%d.zst", i), mode: CompressionAuto, data: z[:len(z)-5], corrupt: true})
+		}
+		g := cmpGzip(t, tx+"tail")
+		seq = append(seq, obj{key: fmt.Sprintf("%d.gz", i), mode: CompressionAuto, data: g[:len(g)-5], corrupt: true})
+	}
+	var d decompressors
+	defer d.close()
+	for round := 0; round < 2; round++ {
+		for i, o := range seq {
+			got, openErr, readErr := cmpOpenAll(&d, o.mode, o.key, cmpOnlyReader{bytes.NewReader(o.data)})
+			err := openErr
+			if err == nil {
+				err = readErr
+			}
+			if o.corrupt {
+				if !errors.Is(err, ErrCorrupt) {
+					t.Errorf("round %d object %d (%s): err = %v, want ErrCorrupt", round, i, o.key, err)
+				}
+				continue
+			}
+			if err != nil {
+				t.Errorf("round %d object %d (%s): %v", round, i, o.key, err)
+				continue
+			}
+			if string(got) != o.want {
+				t.Errorf("round %d object %d (%s): got %d bytes, want %d", round, i, o.key, len(got), len(o.want))
+			}
+		}
+		// A closed decompressors is usable again.
+		d.close()
+	}
+
+	// Abandoning a stream half read (a reader stopped by a split) does not disturb the next.
+	big := cmpText(13, 500_000)
+	for _, key := range []string{"half.zst", "half.gz"} {
+		var data []byte
+		if strings.HasSuffix(key, ".zst") {
+			data = cmpZstd(t, big)
+		} else {
+			data = cmpGzip(t, big)
+		}
+		s, err := d.open(CompressionAuto, key, cmpOnlyReader{bytes.NewReader(data)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		buf := make([]byte, 1000)
+		if _, err := io.ReadFull(s, buf); err != nil {
+			t.Fatal(err)
+		}
+		if string(buf) != big[:1000] {
+			t.Fatalf("%s: first 1000 bytes wrong", key)
+		}
+		next := cmpText(14, 20_000)
+		got, openErr, readErr := cmpOpenAll(&d, CompressionAuto, "next"+key[4:], cmpOnlyReader{bytes.NewReader(
+			map[bool][]byte{true: cmpZstd(t, next), false: cmpGzip(t, next)}[strings.HasSuffix(key, ".zst")])})
+		if openErr != nil || readErr != nil || string(got) != next {
+			t.Errorf("after abandoning %s: got %d bytes, open %v, read %v; want %d bytes", key, len(got), openErr, readErr, len(next))
+		}
+	}
+}
