@@ -20,7 +20,7 @@ func benchFrame(b *testing.B, data []byte, open func(io.Reader) io.Reader, decom
 	b.SetBytes(int64(decompressed))
 	b.ReportAllocs()
 	for b.Loop() {
-		rr := newRecordReader(open(bytes.NewReader(data)), FramerFunc(frameLines), DefaultMaxRecordBytes)
+		rr := newRecordReader(open(bytes.NewReader(data)), FramerFunc(frameLines), DefaultMaxRecordBytes, 0)
 		for {
 			if _, _, err := rr.next(); err != nil {
 				if err != io.EOF {
@@ -45,7 +45,7 @@ func BenchmarkGzipFrameLines(b *testing.B) {
 	zw.Close()
 	var d decompressors
 	benchFrame(b, buf.Bytes(), func(r io.Reader) io.Reader {
-		s, err := d.open(CompressionGzip, "x.gz", r)
+		s, _, err := d.open(CompressionGzip, "x.gz", r)
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -60,7 +60,7 @@ func BenchmarkZstdFrameLines(b *testing.B) {
 	var d decompressors
 	defer d.close()
 	benchFrame(b, comp, func(r io.Reader) io.Reader {
-		s, err := d.open(CompressionZstd, "x.zst", r)
+		s, _, err := d.open(CompressionZstd, "x.zst", r)
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -48,19 +48,21 @@ type decompressors struct {
 	zs *zstd.Decoder
 }
 
-// open returns the decompressed stream of an object. An object with no bytes is an empty
-// stream whatever its name says: empty .gz files are common where a log rotated idle.
-func (d *decompressors) open(mode Compression, key string, src io.Reader) (io.Reader, error) {
+// open returns the decompressed stream of an object and the compression it found. An object
+// with no bytes is an empty stream whatever its name says: empty .gz files are common where
+// a log rotated idle.
+func (d *decompressors) open(mode Compression, key string, src io.Reader) (io.Reader, Compression, error) {
 	var head [4]byte
 	n, err := io.ReadFull(src, head[:])
 	switch {
 	case err == io.EOF:
-		return bytes.NewReader(nil), nil
+		return bytes.NewReader(nil), CompressionNone, nil
 	case err != nil && err != io.ErrUnexpectedEOF:
-		return nil, err
+		return nil, "", err
 	}
 	src = io.MultiReader(bytes.NewReader(head[:n]), src)
-	switch compressionFor(mode, key, head[:n]) {
+	comp := compressionFor(mode, key, head[:n])
+	switch comp {
 	case CompressionGzip:
 		if d.gz == nil {
 			d.gz, err = gzip.NewReader(src)
@@ -71,24 +73,24 @@ func (d *decompressors) open(mode Compression, key string, src io.Reader) (io.Re
 			err = io.ErrUnexpectedEOF // a few bytes that start like gzip but hold no header
 		}
 		if err != nil {
-			return nil, decodeError("gzip", err)
+			return nil, comp, decodeError("gzip", err)
 		}
 		// Multistream is the default: concatenated gzip members (rotated-and-appended logs,
 		// parallel gzip) are read to the end, not just the first member.
-		return gzipStream{d.gz}, nil
+		return gzipStream{d.gz}, comp, nil
 	case CompressionZstd:
 		if d.zs == nil {
 			d.zs, err = zstd.NewReader(nil, zstd.WithDecoderConcurrency(1), zstd.WithDecoderMaxWindow(zstdMaxWindow))
 			if err != nil {
-				return nil, err
+				return nil, comp, err
 			}
 		}
 		if err := d.zs.Reset(src); err != nil {
-			return nil, decodeError("zstd", err)
+			return nil, comp, decodeError("zstd", err)
 		}
-		return zstdStream{d.zs}, nil
+		return zstdStream{d.zs}, comp, nil
 	}
-	return src, nil
+	return src, comp, nil
 }
 
 func (d *decompressors) close() {

@@ -79,7 +79,7 @@ func (r cmpOnlyReader) Read(p []byte) (int, error) { return r.r.Read(p) }
 // cmpOpenAll opens src with d and reads the whole stream. An error from open and an error
 // from reading are told apart by openErr.
 func cmpOpenAll(d *decompressors, mode Compression, key string, src io.Reader) (out []byte, openErr, readErr error) {
-	s, err := d.open(mode, key, src)
+	s, _, err := d.open(mode, key, src)
 	if err != nil {
 		return nil, err, nil
 	}
@@ -407,7 +407,7 @@ func TestDecompressorsReuse(t *testing.T) {
 		} else {
 			data = cmpGzip(t, big)
 		}
-		s, err := d.open(CompressionAuto, key, cmpOnlyReader{bytes.NewReader(data)})
+		s, _, err := d.open(CompressionAuto, key, cmpOnlyReader{bytes.NewReader(data)})
 		if err != nil {
 			t.Fatal(err)
 		}

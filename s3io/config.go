@@ -66,6 +66,11 @@ type Config struct {
 	// MaxSplitMembers bounds the objects in one descriptor (default 1024), which bounds the
 	// size of a descriptor and of its restriction whatever the object sizes.
 	MaxSplitMembers int
+	// InitialSplitBytes is the weight above which a descriptor's restriction is cut at
+	// member boundaries before reading (default SplitTargetBytes/4). Runners that split
+	// dynamically (prism, Dataflow) balance on their own; on Flink, which does not, this is
+	// what lets the members of one descriptor be read in parallel.
+	InitialSplitBytes int64
 	// MaxRecordBytes bounds one record (default 16 MiB). A longer record fails its object
 	// instead of growing memory without bound.
 	MaxRecordBytes int
@@ -85,6 +90,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.SplitTargetBytes == 0 {
 		c.SplitTargetBytes = DefaultSplitTargetBytes
+	}
+	if c.InitialSplitBytes == 0 {
+		c.InitialSplitBytes = max(c.SplitTargetBytes/4, 1)
 	}
 	if c.MaxSplitMembers == 0 {
 		c.MaxSplitMembers = DefaultMaxSplitMembers
@@ -119,6 +127,9 @@ func (c Config) Validate() error {
 	}
 	if c.SplitTargetBytes < 0 {
 		return fmt.Errorf("s3io: Config.SplitTargetBytes is %d; it must be positive (0 means the default, %d)", c.SplitTargetBytes, DefaultSplitTargetBytes)
+	}
+	if c.InitialSplitBytes < 0 {
+		return fmt.Errorf("s3io: Config.InitialSplitBytes is %d; it must be positive (0 means the default, SplitTargetBytes/4)", c.InitialSplitBytes)
 	}
 	if c.MaxSplitMembers < 0 || c.MaxSplitMembers > maxSplitMembersLimit {
 		return fmt.Errorf("s3io: Config.MaxSplitMembers is %d; it must be between 1 and %d (0 means the default, %d)", c.MaxSplitMembers, maxSplitMembersLimit, DefaultMaxSplitMembers)

@@ -9,15 +9,41 @@ import (
 
 // PackingVersion names the planner's packing algorithm. It is digested into every split ID,
 // so a change to how objects are packed can never make a new split collide with an old one.
-const PackingVersion = "s3io-pack-v1"
+const PackingVersion = "s3io-pack-v2"
 
-// Member is one object of a split descriptor, as the planner listed it.
+// Member is one object of a split descriptor, as the planner listed it, or one segment of a
+// large uncompressed object.
 type Member struct {
 	Key  string
 	Size int64
 	// ETag is the object's entity tag as listed, quotes included; every read of the object
 	// is pinned to it with If-Match.
 	ETag string
+	// Start and End delimit a segment: the member owns the records that start at a byte
+	// offset in [Start, End). Both zero means the whole object. Only uncompressed objects
+	// framed by a self-synchronising framer (lines, ndjson) are segmented, because only
+	// there can a reader find the first record boundary after an arbitrary byte.
+	Start, End int64
+}
+
+// span returns the byte range whose records m owns.
+func (m Member) span() (start, end int64) {
+	if m.Start == 0 && m.End == 0 {
+		return 0, m.Size
+	}
+	return m.Start, m.End
+}
+
+// isSegment reports whether m is part of an object rather than all of it.
+func (m Member) isSegment() bool {
+	start, end := m.span()
+	return start > 0 || end < m.Size
+}
+
+// weight is m's share of the object's stored bytes: what reading it costs.
+func (m Member) weight() int64 {
+	start, end := m.span()
+	return end - start
 }
 
 // SplitDescriptor is one unit of planned work: a batch of whole objects, self-contained so
@@ -30,18 +56,19 @@ type SplitDescriptor struct {
 	Members []Member
 }
 
-// Size returns the total stored bytes of d's members.
+// Size returns the stored bytes d's members own (a segment counts its own range).
 func (d SplitDescriptor) Size() int64 {
 	var n int64
 	for _, m := range d.Members {
-		n += m.Size
+		n += m.weight()
 	}
 	return n
 }
 
 // SplitID returns the deterministic ID of a split of bucket holding members: the hex SHA-256
-// of PackingVersion, the bucket and every member's key and ETag, in order. Lengths are
-// digested before each string so that no two member lists share an ID by concatenation.
+// (first 16 bytes) of PackingVersion, the bucket and every member's key, ETag and byte
+// range, in order. Lengths are digested before each string so that no two member lists share
+// an ID by concatenation.
 func SplitID(bucket string, members []Member) string {
 	h := sha256.New()
 	writeString(h, PackingVersion)
@@ -49,12 +76,19 @@ func SplitID(bucket string, members []Member) string {
 	for _, m := range members {
 		writeString(h, m.Key)
 		writeString(h, m.ETag)
+		start, end := m.span()
+		writeUvarint(h, uint64(start))
+		writeUvarint(h, uint64(end))
 	}
 	return hex.EncodeToString(h.Sum(nil)[:16])
 }
 
 func writeString(h hash.Hash, s string) {
-	var n [binary.MaxVarintLen64]byte
-	h.Write(n[:binary.PutUvarint(n[:], uint64(len(s)))])
+	writeUvarint(h, uint64(len(s)))
 	h.Write([]byte(s))
+}
+
+func writeUvarint(h hash.Hash, v uint64) {
+	var n [binary.MaxVarintLen64]byte
+	h.Write(n[:binary.PutUvarint(n[:], v)])
 }

@@ -2,73 +2,179 @@ package s3io
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
+	"math/rand/v2"
+	"net"
+	"strconv"
+	"syscall"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/s3/types"
 )
 
-// pinnedReader streams one object as it was when planned: every GET carries
-// If-Match: <planned ETag>, so an object overwritten since planning fails with 412
+// Body resume policy: a body that breaks mid-stream (connection reset, unexpected EOF) is
+// resumed with a ranged GET from the next byte, pinned like the first. The SDK's retryer
+// covers a failed request, but not a response body that fails after the headers arrived.
+const (
+	bodyResumes       = 5
+	bodyResumeBackoff = 100 * time.Millisecond
+	bodyResumeMaxWait = 2 * time.Second
+)
+
+// pinnedReader streams the bytes [pos, end) of one object as it was when planned: every GET
+// carries If-Match: <planned ETag>, so an object overwritten since planning fails with 412
 // PreconditionFailed instead of splicing new bytes into the output, and a deleted one with
-// 404 NoSuchKey. The body is streamed, never buffered whole.
+// 404 NoSuchKey. The body is streamed, never buffered whole, and a body that breaks is
+// resumed where it broke.
 type pinnedReader struct {
-	ctx     context.Context
-	client  *s3.Client
-	bucket  string
-	member  Member
-	verify  bool
+	ctx    context.Context
+	client *s3.Client
+	bucket string
+	member Member
+	verify bool
+
+	pos int64 // object offset of the next byte Read returns
+	end int64 // object offset where the read stops: the object's size
+
+	// firstLimit, when > 0, ends the first request there instead of at end, and later
+	// requests cover window bytes each: a segment needs its own range plus the tail of the
+	// record that straddles its end, not the rest of the object.
+	firstLimit int64
+	window     int64
+
 	body    io.ReadCloser
-	offset  int64 // raw bytes delivered so far
-	counted *int64
+	reqEnd  int64 // end of the current request's range
+	gets    int   // GET requests made
+	resumes int   // requests made to resume a broken body
+	raw     int64 // bytes received
 }
 
-// open issues the pinned GET.
-func (r *pinnedReader) open() error {
+// request issues a pinned GET for [r.pos, limit).
+func (r *pinnedReader) request(limit int64) error {
 	in := &s3.GetObjectInput{
 		Bucket:  aws.String(r.bucket),
 		Key:     aws.String(r.member.Key),
 		IfMatch: aws.String(r.member.ETag),
 	}
-	if r.verify {
+	// A whole-object GET sends no Range: S3 answers "bytes=0-" on an empty object with 416.
+	if r.pos > 0 || limit < r.member.Size {
+		in.Range = aws.String("bytes=" + strconv.FormatInt(r.pos, 10) + "-" + strconv.FormatInt(limit-1, 10))
+	} else if r.verify {
+		// Checksums cover whole objects only; a ranged GET cannot be validated.
 		in.ChecksumMode = types.ChecksumModeEnabled
 	}
+	r.gets++
 	out, err := r.client.GetObject(r.ctx, in)
 	if err != nil {
 		return describeS3Error(err, "pinned GET")
 	}
-	r.body = out.Body
+	r.body, r.reqEnd = out.Body, limit
 	return nil
 }
 
-func (r *pinnedReader) Read(p []byte) (int, error) {
-	n, err := r.body.Read(p)
-	r.offset += int64(n)
-	*r.counted += int64(n)
-	if err != nil && err != io.EOF {
-		return n, &sourceReadError{offset: r.offset, err: err}
+func (r *pinnedReader) nextLimit() int64 {
+	if r.firstLimit > 0 {
+		if r.gets == 0 {
+			return min(r.firstLimit, r.end)
+		}
+		return min(r.pos+r.window, r.end)
 	}
-	return n, err
+	return r.end
+}
+
+func (r *pinnedReader) Read(p []byte) (int, error) {
+	for {
+		// An empty object is still fetched once, so that its pin is checked.
+		if r.pos >= r.end && (r.gets > 0 || r.pos > 0) {
+			return 0, io.EOF
+		}
+		if r.body == nil {
+			if err := r.request(r.nextLimit()); err != nil {
+				return 0, err
+			}
+		}
+		n, err := r.body.Read(p)
+		r.pos += int64(n)
+		r.raw += int64(n)
+		switch {
+		case err == nil:
+			return n, nil
+		case err == io.EOF && r.pos >= r.reqEnd:
+			r.body.Close()
+			r.body = nil
+			if n > 0 {
+				return n, nil
+			}
+			continue
+		}
+		// The body ended early or broke: resume from r.pos with the same pin.
+		r.body.Close()
+		r.body = nil
+		if err == io.EOF {
+			err = io.ErrUnexpectedEOF
+		}
+		if rerr := r.waitToResume(err); rerr != nil {
+			return n, rerr
+		}
+		if n > 0 {
+			return n, nil
+		}
+	}
+}
+
+// waitToResume decides whether a broken body is resumed, and waits out the backoff.
+func (r *pinnedReader) waitToResume(cause error) error {
+	if !resumableBodyError(cause) || r.resumes >= bodyResumes {
+		return &sourceReadError{offset: r.pos, attempts: r.resumes + 1, err: cause}
+	}
+	wait := min(bodyResumeBackoff<<r.resumes, bodyResumeMaxWait)
+	wait = wait/2 + rand.N(wait/2+1) // jitter, so that a fleet does not retry in step
+	r.resumes++
+	select {
+	case <-time.After(wait):
+		return nil
+	case <-r.ctx.Done():
+		return &sourceReadError{offset: r.pos, attempts: r.resumes, err: r.ctx.Err()}
+	}
+}
+
+// resumableBodyError reports whether a body read error is the connection's fault.
+func resumableBodyError(err error) bool {
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return false
+	}
+	var ne net.Error
+	return errors.Is(err, io.ErrUnexpectedEOF) || errors.As(err, &ne) || errors.Is(err, net.ErrClosed) ||
+		isConnReset(err)
+}
+
+func isConnReset(err error) bool {
+	return errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE) || errors.Is(err, syscall.ECONNABORTED)
 }
 
 func (r *pinnedReader) Close() error {
 	if r.body == nil {
 		return nil
 	}
-	return r.body.Close()
+	err := r.body.Close()
+	r.body = nil
+	return err
 }
 
 // sourceReadError is a failure to read the object's bytes from S3, as opposed to a failure
 // to decode them: decompressors pass it through instead of calling the object corrupt.
 type sourceReadError struct {
-	offset int64
-	err    error
+	offset   int64
+	attempts int
+	err      error
 }
 
 func (e *sourceReadError) Error() string {
-	return fmt.Sprintf("reading the body at byte %d: %v", e.offset, e.err)
+	return fmt.Sprintf("reading the body at byte %d (%d attempts): %v", e.offset, e.attempts, e.err)
 }
 
 func (e *sourceReadError) Unwrap() error { return e.err }

@@ -62,6 +62,10 @@ func RegisterFramer(name string, newFramer func() RecordFramer) {
 	framers.m[name] = newFramer
 }
 
+// selfSynchronizing reports whether a framer can start in the middle of an object: a line
+// ends at the next LF wherever one starts reading. Only such framers allow segments.
+func selfSynchronizing(name string) bool { return name == "lines" || name == "ndjson" }
+
 func lookupFramer(name string) (func() RecordFramer, bool) {
 	framers.RLock()
 	defer framers.RUnlock()

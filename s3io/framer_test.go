@@ -241,7 +241,7 @@ func TestFramerRecordsDoNotAlias(t *testing.T) {
 			}
 
 			// Through recordReader: append to each record as soon as it is returned.
-			rr := newRecordReader(bytes.NewReader(c.in), newF(), 1<<20)
+			rr := newRecordReader(bytes.NewReader(c.in), newF(), 1<<20, 0)
 			var kept [][]byte
 			for {
 				rec, _, err := rr.next()
@@ -417,7 +417,7 @@ func frReadAll(t *testing.T, framer string, src io.Reader, maxRecord int) (recs 
 	if !ok {
 		t.Fatalf("framer %q not registered", framer)
 	}
-	rr := newRecordReader(src, newF(), maxRecord)
+	rr := newRecordReader(src, newF(), maxRecord, 0)
 	recs = []string{}
 	var kept [][]byte
 	for {

@@ -5,20 +5,30 @@ import "github.com/apache/beam/sdks/v2/go/pkg/beam"
 // MetricsNamespace is the namespace of every s3io counter. The counters are:
 //
 //	objects_planned, splits_planned  what the planner listed and packed
-//	objects                          objects whose reading began (each counted once, however split)
+//	segments_planned                 members that are segments of large uncompressed objects
+//	objects                          members whose reading began (each counted once, however split)
+//	gets                             GET requests made
 //	raw_bytes                        bytes received from S3
 //	decompressed_bytes               bytes after decompression, as framed
 //	records                          records emitted
+//	resumed_reads                    reads that began at a resume point inside a member
+//	skipped_records                  records read again and dropped to reach a restriction's start
+//	body_resumes                     broken response bodies resumed with a ranged GET
 //
 // Counters are flushed once per object read rather than per record: a Beam counter update
 // costs a lookup, and a runner commits counters per bundle anyway.
 const MetricsNamespace = "s3io"
 
 var (
-	metricObjectsPlanned = beam.NewCounter(MetricsNamespace, "objects_planned")
-	metricSplitsPlanned  = beam.NewCounter(MetricsNamespace, "splits_planned")
-	metricObjects        = beam.NewCounter(MetricsNamespace, "objects")
-	metricRawBytes       = beam.NewCounter(MetricsNamespace, "raw_bytes")
-	metricBytes          = beam.NewCounter(MetricsNamespace, "decompressed_bytes")
-	metricRecords        = beam.NewCounter(MetricsNamespace, "records")
+	metricObjectsPlanned  = beam.NewCounter(MetricsNamespace, "objects_planned")
+	metricSplitsPlanned   = beam.NewCounter(MetricsNamespace, "splits_planned")
+	metricSegmentsPlanned = beam.NewCounter(MetricsNamespace, "segments_planned")
+	metricObjects         = beam.NewCounter(MetricsNamespace, "objects")
+	metricGets            = beam.NewCounter(MetricsNamespace, "gets")
+	metricResumed         = beam.NewCounter(MetricsNamespace, "resumed_reads")
+	metricSkipped         = beam.NewCounter(MetricsNamespace, "skipped_records")
+	metricBodyResumes     = beam.NewCounter(MetricsNamespace, "body_resumes")
+	metricRawBytes        = beam.NewCounter(MetricsNamespace, "raw_bytes")
+	metricBytes           = beam.NewCounter(MetricsNamespace, "decompressed_bytes")
+	metricRecords         = beam.NewCounter(MetricsNamespace, "records")
 )

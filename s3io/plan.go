@@ -3,6 +3,7 @@ package s3io
 import (
 	"context"
 	"fmt"
+	"io"
 	"sort"
 	"strings"
 
@@ -91,8 +92,18 @@ func (fn *planFn) ProcessElement(ctx context.Context, _ []byte, emit func(SplitD
 	if err != nil {
 		return err
 	}
-	descs := packMembers(fn.Cfg.Bucket, objects, fn.Cfg.SplitTargetBytes, fn.Cfg.MaxSplitMembers)
 	metricObjectsPlanned.Inc(ctx, int64(len(objects)))
+	members := make([]Member, 0, len(objects))
+	for _, o := range objects {
+		if o.Size > fn.Cfg.SplitTargetBytes && selfSynchronizing(fn.Cfg.Framer) && fn.storedPlain(ctx, o) {
+			segs := segments(o, fn.Cfg.SplitTargetBytes)
+			metricSegmentsPlanned.Inc(ctx, int64(len(segs)))
+			members = append(members, segs...)
+			continue
+		}
+		members = append(members, o)
+	}
+	descs := packMembers(fn.Cfg.Bucket, members, fn.Cfg.SplitTargetBytes, fn.Cfg.MaxSplitMembers)
 	metricSplitsPlanned.Inc(ctx, int64(len(descs)))
 	for _, d := range descs {
 		emit(d)
@@ -100,9 +111,48 @@ func (fn *planFn) ProcessElement(ctx context.Context, _ []byte, emit func(SplitD
 	return nil
 }
 
-// Plan lists cfg's prefix once and returns a PCollection<SplitDescriptor>: the whole
-// objects under it, sorted by key and packed into descriptors of about
-// cfg.SplitTargetBytes. Listing runs on a worker when the pipeline runs, with the worker's
+// segments cuts an object into segments of at most target bytes, as even as whole bytes
+// allow, so that readers of one large object work in parallel.
+func segments(o Member, target int64) []Member {
+	n := (o.Size + target - 1) / target
+	out := make([]Member, n)
+	for i := range n {
+		out[i] = o
+		out[i].Start, out[i].End = o.Size*i/n, o.Size*(i+1)/n
+	}
+	return out
+}
+
+// storedPlain reports whether o is stored uncompressed, which segmenting needs: a reader
+// can only start inside an object whose bytes are its records. In auto mode an object
+// without a compressed extension is probed for magic bytes with a 4-byte pinned GET; if
+// the probe fails the object stays whole, and its read reports the real problem.
+func (fn *planFn) storedPlain(ctx context.Context, o Member) bool {
+	switch mode := compressionFor(fn.Cfg.Compression, o.Key, nil); {
+	case fn.Cfg.Compression == CompressionNone:
+		return true
+	case mode != CompressionNone:
+		return false
+	}
+	out, err := fn.client.GetObject(ctx, &s3.GetObjectInput{
+		Bucket:  aws.String(fn.Cfg.Bucket),
+		Key:     aws.String(o.Key),
+		IfMatch: aws.String(o.ETag),
+		Range:   aws.String("bytes=0-3"),
+	})
+	if err != nil {
+		return false
+	}
+	defer out.Body.Close()
+	var head [4]byte
+	n, _ := io.ReadFull(out.Body, head[:])
+	return compressionFor(CompressionAuto, o.Key, head[:n]) == CompressionNone
+}
+
+// Plan lists cfg's prefix once and returns a PCollection<SplitDescriptor>: the objects
+// under it, sorted by key and packed into descriptors of about cfg.SplitTargetBytes. An
+// uncompressed object larger than that, framed by lines or ndjson, is cut into segments that
+// are read in parallel; other objects stay whole. Listing runs on a worker when the pipeline runs, with the worker's
 // AWS credentials. Replanning an unchanged prefix yields the same descriptors and IDs.
 //
 // It panics if cfg does not validate.

@@ -1,6 +1,7 @@
 package s3io
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -32,8 +33,51 @@ type recordReader struct {
 	offset     int64 // stream offset of buf[start]
 }
 
-func newRecordReader(src io.Reader, framer RecordFramer, maxRecord int) *recordReader {
-	return &recordReader{src: src, framer: framer, maxRecord: maxRecord}
+// newRecordReader frames src, whose first byte is at stream offset base.
+func newRecordReader(src io.Reader, framer RecordFramer, maxRecord int, base int64) *recordReader {
+	return &recordReader{src: src, framer: framer, maxRecord: maxRecord, offset: base}
+}
+
+// discard skips the stream up to offset to without framing it: resuming a compressed member
+// at a known record boundary costs decompression, but no framing.
+func (r *recordReader) discard(to int64) error {
+	for r.offset < to {
+		if r.end == r.start {
+			if r.eof {
+				return fmt.Errorf("s3io: the stream ends at byte %d, before the resume point %d", r.offset, to)
+			}
+			// Nothing is handed out yet, so the slab can be refilled from its start.
+			r.start, r.end = 0, 0
+			if err := r.fill(); err != nil {
+				return err
+			}
+			continue
+		}
+		n := int(min(int64(r.end-r.start), to-r.offset))
+		r.start += n
+		r.offset += int64(n)
+	}
+	return nil
+}
+
+// skipPastNewline consumes the stream through its next LF: a segment's reader, placed on the
+// byte before the segment, uses it to reach the first record that starts in the segment.
+func (r *recordReader) skipPastNewline() error {
+	for {
+		if i := bytes.IndexByte(r.buf[r.start:r.end], '\n'); i >= 0 {
+			r.start += i + 1
+			r.offset += int64(i + 1)
+			return nil
+		}
+		r.offset += int64(r.end - r.start)
+		r.start, r.end = 0, 0
+		if r.eof {
+			return nil
+		}
+		if err := r.fill(); err != nil {
+			return err
+		}
+	}
 }
 
 // next returns the next record and the stream offset where its framing begins (a length

@@ -48,7 +48,7 @@ func rrRead(t *testing.T, framer string, src io.Reader, maxRecord int) (recs [][
 	if !ok {
 		t.Fatalf("framer %q not registered", framer)
 	}
-	rr := newRecordReader(src, newF(), maxRecord)
+	rr := newRecordReader(src, newF(), maxRecord, 0)
 	for {
 		rec, off, err := rr.next()
 		if err == io.EOF {
@@ -159,7 +159,7 @@ func TestRecordReaderUnterminatedRecordIsBounded(t *testing.T) {
 			}
 			cr := &rrCountingReader{src: io.MultiReader(bytes.NewReader(c.head), c.src)}
 			newF, _ := lookupFramer(c.framer)
-			rr := newRecordReader(cr, newF(), limit)
+			rr := newRecordReader(cr, newF(), limit, 0)
 			var err error
 			for i := 0; i < 10 && err == nil; i++ {
 				_, _, err = rr.next()
@@ -323,7 +323,7 @@ func TestRecordReaderErrors(t *testing.T) {
 	frameErr := errors.New("bad frame")
 	rr := newRecordReader(strings.NewReader("abc"), FramerFunc(func([]byte, bool) (int, []byte, error) {
 		return 0, nil, frameErr
-	}), 100)
+	}), 100, 0)
 	if _, _, err := rr.next(); !errors.Is(err, frameErr) {
 		t.Errorf("framer error: got %v", err)
 	}
@@ -331,13 +331,13 @@ func TestRecordReaderErrors(t *testing.T) {
 	// A framer claiming more bytes than it was given is reported, not obeyed.
 	rr = newRecordReader(strings.NewReader("abc"), FramerFunc(func(data []byte, _ bool) (int, []byte, error) {
 		return len(data) + 1, data[:0:0], nil
-	}), 100)
+	}), 100, 0)
 	if _, _, err := rr.next(); err == nil {
 		t.Error("over-advancing framer: no error")
 	}
 	rr = newRecordReader(strings.NewReader("abc"), FramerFunc(func(data []byte, _ bool) (int, []byte, error) {
 		return -1, nil, nil
-	}), 100)
+	}), 100, 0)
 	if _, _, err := rr.next(); err == nil {
 		t.Error("negative-advancing framer: no error")
 	}

@@ -50,17 +50,35 @@ func UnpackPosition(v int64) Position {
 // records of member m.
 type Restriction struct {
 	Start, End Position
-	// Sizes holds the stored size of each member the range touches, from Start.Member on.
-	// The tracker weighs progress and split points in bytes with it, since CreateTracker sees
-	// only the restriction, never the descriptor.
+	// Sizes holds the byte weight the range owns of each member it touches, from
+	// Start.Member on: stored bytes, less what a split gave away of a member shared with
+	// another restriction. Progress, split points and RestrictionSize are weighed with it,
+	// since CreateTracker sees only the restriction, never the descriptor.
 	Sizes []int64
+	// Resume, when Resume.Offset > 0, says where reading Start.Member may begin instead of at
+	// the member's start.
+	Resume ResumeHint
 }
+
+// ResumeHint says that framing a member's decompressed stream from byte Offset yields record
+// Record first. Splits and checkpoints at positions already read know it, and it spares the
+// residual's reader from re-reading (Seekable: a ranged GET from Offset) or re-framing
+// (compressed: decompressed bytes before Offset are skipped unframed) what came before.
+type ResumeHint struct {
+	Record int64
+	Offset int64
+	// Seekable is true when the member is stored uncompressed, so Offset is also a byte
+	// offset in the object.
+	Seekable bool
+}
+
+func (h ResumeHint) known() bool { return h.Offset > 0 }
 
 // fullRestriction is the restriction of all of d's records.
 func fullRestriction(d SplitDescriptor) Restriction {
 	sizes := make([]int64, len(d.Members))
 	for i, m := range d.Members {
-		sizes[i] = m.Size
+		sizes[i] = m.weight()
 	}
 	return Restriction{Start: Position{}, End: Position{Member: len(d.Members)}, Sizes: sizes}
 }
@@ -76,9 +94,7 @@ func (r Restriction) lastMember() int {
 	return r.End.Member - 1
 }
 
-// size returns the member bytes r touches: its byte weight for progress and for runners
-// deciding how to balance work. A member r owns only part of counts in full: record counts
-// are not known before reading, and overestimating keeps a runner from starving a residual.
+// size returns r's byte weight: what a runner balances and RestrictionSize reports.
 func (r Restriction) size() float64 {
 	if r.IsEmpty() {
 		return 0
@@ -90,15 +106,47 @@ func (r Restriction) size() float64 {
 	return float64(n)
 }
 
-// memberSize returns the stored size of member m, which r must touch.
-func (r Restriction) memberSize(m int) int64 { return r.Sizes[m-r.Start.Member] }
+// weight returns the byte weight r owns of member m, which r must touch.
+func (r Restriction) weight(m int) int64 { return r.Sizes[m-r.Start.Member] }
+
+// memberBoundaries splits r at member boundaries into pieces of about target bytes each, for
+// runners that only split restrictions up front.
+func (r Restriction) memberBoundaries(target int64) []Restriction {
+	var out []Restriction
+	rest := r
+	var acc int64
+	for m := r.Start.Member; m < r.lastMember(); m++ {
+		acc += r.weight(m)
+		if acc >= target {
+			p, res := rest.splitAt(Position{Member: m + 1}, -1, ResumeHint{})
+			out = append(out, p)
+			rest, acc = res, 0
+		}
+	}
+	return append(out, rest)
+}
 
 // splitAt divides r at p, which must lie in (Start, End], into [Start, p) and [p, End).
-func (r Restriction) splitAt(p Position) (primary, residual Restriction) {
-	primary = Restriction{Start: r.Start, End: p}
+// When p is inside a member, primaryShare is the weight of that member the primary keeps
+// and hint is where the residual may resume reading it.
+func (r Restriction) splitAt(p Position, primaryShare int64, hint ResumeHint) (primary, residual Restriction) {
+	primary = Restriction{Start: r.Start, End: p, Resume: r.Resume}
 	residual = Restriction{Start: p, End: r.End}
-	primary.Sizes = r.Sizes[: primary.lastMember()-r.Start.Member+1 : primary.lastMember()-r.Start.Member+1]
-	residual.Sizes = r.Sizes[p.Member-r.Start.Member:]
+	n := primary.lastMember() - r.Start.Member + 1
+	primary.Sizes = append([]int64(nil), r.Sizes[:n]...)
+	residual.Sizes = append([]int64(nil), r.Sizes[p.Member-r.Start.Member:]...)
+	if p.Record > 0 {
+		whole := r.weight(p.Member)
+		share := min(max(primaryShare, 0), whole)
+		primary.Sizes[n-1] = share
+		residual.Sizes[0] = whole - share
+		if hint.known() && hint.Record <= p.Record {
+			residual.Resume = hint
+		}
+	}
+	if p == r.Start {
+		residual.Resume = r.Resume
+	}
 	return primary, residual
 }
 
@@ -113,8 +161,23 @@ func (r Restriction) valid(n int) error {
 		return fmt.Errorf("s3io: restriction [%v, %v) reaches past the descriptor's %d members", r.Start, r.End, n)
 	case !r.IsEmpty() && len(r.Sizes) != r.lastMember()-r.Start.Member+1:
 		return fmt.Errorf("s3io: restriction [%v, %v) carries %d member sizes", r.Start, r.End, len(r.Sizes))
+	case r.Resume.known() && r.Resume.Record > r.Start.Record:
+		return fmt.Errorf("s3io: restriction [%v, %v) resumes at record %d, past its start", r.Start, r.End, r.Resume.Record)
 	}
 	return nil
+}
+
+// readerClaim is what the reader claims for a record: its position, plus what the tracker
+// needs to weigh progress and to give a residual a resume point.
+type readerClaim struct {
+	Position
+	// end is the decompressed-stream offset just past the record; -1 for the claim that opens
+	// a member, made before anything is read.
+	end int64
+	// raw is how many stored bytes this reader has received of the member so far.
+	raw int64
+	// seekable is true when the member is read uncompressed.
+	seekable bool
 }
 
 // Tracker is the sdf.RTracker of a Restriction. The reader claims the first position of a
@@ -126,6 +189,11 @@ type Tracker struct {
 	hasClaimed bool
 	stopped    bool // a claim failed: the reader must stop
 	err        error
+
+	// What is known of the member being read (claimed.Member).
+	raw         int64      // stored bytes received
+	firstRecord int64      // the first record claimed in it, for bytes-per-record estimates
+	hint        ResumeHint // where a residual inside it may resume
 }
 
 // NewTracker returns a tracker over rest.
@@ -139,20 +207,23 @@ func (t *Tracker) TryClaim(pos any) bool {
 		t.err = errors.New("s3io: claim after the tracker stopped the reader")
 		return false
 	}
-	var p Position
+	c := readerClaim{end: -1}
 	ok := true
 	switch v := pos.(type) {
 	case Position:
-		p = v
+		c.Position = v
 	case *Position:
-		if v == nil {
-			ok = false
-			break
+		if ok = v != nil; ok {
+			c.Position = *v
 		}
-		p = *v // the reader reuses one *Position so that a claim costs no allocation
+	case *readerClaim:
+		if ok = v != nil; ok {
+			c = *v // the reader reuses one claim value so that a claim costs no allocation
+		}
 	default:
 		ok = false
 	}
+	p := c.Position
 	switch {
 	case !ok:
 		t.err = fmt.Errorf("s3io: claimed a %T, want a Position", pos)
@@ -164,7 +235,17 @@ func (t *Tracker) TryClaim(pos any) bool {
 		t.stopped = true
 		return false
 	default:
+		if !t.hasClaimed || p.Member != t.claimed.Member {
+			t.firstRecord, t.raw, t.hint = p.Record, 0, ResumeHint{}
+			if p.Member == t.rest.Start.Member {
+				t.hint = t.rest.Resume
+			}
+		}
 		t.claimed, t.hasClaimed = p, true
+		t.raw = max(t.raw, c.raw)
+		if c.end >= 0 {
+			t.hint = ResumeHint{Record: p.Record + 1, Offset: c.end, Seekable: c.seekable}
+		}
 		return true
 	}
 	t.stopped = true
@@ -193,65 +274,104 @@ func (t *Tracker) GetRestriction() any { return t.rest }
 // IsBounded reports true: a split descriptor is finite.
 func (t *Tracker) IsBounded() bool { return true }
 
-// GetProgress reports progress in stored bytes: members before the one being read are done,
-// the rest remain.
+// consumed returns the weight of the current member already read.
+func (t *Tracker) consumed() int64 { return min(t.raw, t.rest.weight(t.claimed.Member)) }
+
+// GetProgress reports progress in stored bytes: members before the one being read, and what
+// has been received of that one, are done; the rest remains.
 func (t *Tracker) GetProgress() (done, remaining float64) {
 	total := t.rest.size()
-	if !t.hasClaimed {
+	if !t.hasClaimed || t.rest.IsEmpty() {
 		return 0, total
 	}
+	var d int64
 	for m := t.rest.Start.Member; m < t.claimed.Member; m++ {
-		done += float64(t.rest.memberSize(m))
+		d += t.rest.weight(m)
 	}
+	done = float64(d + t.consumed())
 	return done, math.Max(total-done, 0)
 }
 
-// TrySplit keeps the first part of the remaining work and returns the rest as a residual.
-// fraction 0 (a checkpoint) splits right after the last claimed record. Otherwise the split
-// lands on the first member boundary past the given fraction of the remaining bytes, so
-// a residual starts at the beginning of an object; when no boundary is left there is no split.
-// Claimed positions always stay in the primary.
+// TrySplit keeps about the first fraction of the remaining bytes as the primary and returns
+// the rest as the residual. Split points are, in order of preference: a member boundary
+// (when members other than the current one remain, the first boundary past the fraction);
+// else a record of the current member, estimated from the bytes per record read so far.
+// fraction 0 (a checkpoint) splits right after the last claimed record. The residual carries
+// a resume hint when the split point is inside a member that is being read. Claimed
+// positions always stay in the primary, and a failed split changes nothing.
 func (t *Tracker) TrySplit(fraction float64) (primary, residual any, err error) {
 	if t.stopped || t.IsDone() {
 		return t.rest, nil, nil
 	}
 	fraction = math.Min(math.Max(fraction, 0), 1)
+	last := t.rest.lastMember()
 
-	// first is the first position nobody has claimed: every split point must be at or after it.
-	first := t.rest.Start
-	if t.hasClaimed {
-		first = t.nextAfterClaimed()
-	}
 	var split Position
-	if fraction == 0 {
-		split = first
-	} else {
-		var remaining float64
-		for m := first.Member; m <= t.rest.lastMember(); m++ {
-			remaining += float64(t.rest.memberSize(m))
+	share := int64(-1)
+	hint := ResumeHint{}
+	switch {
+	case !t.hasClaimed && fraction == 0:
+		split = t.rest.Start
+	case !t.hasClaimed:
+		var total int64
+		for m := t.rest.Start.Member; m <= last; m++ {
+			total += t.rest.weight(m)
 		}
-		want := fraction * remaining
-		var seen float64
-		found := false
-		for m := first.Member; m <= t.rest.lastMember(); m++ {
-			seen += float64(t.rest.memberSize(m))
-			b := Position{Member: m + 1}
-			if !b.Less(t.rest.End) {
-				break
-			}
-			if seen >= want {
-				split, found = b, true
-				break
-			}
-		}
-		if !found {
+		b, ok := t.boundary(t.rest.Start.Member, t.rest.weight(t.rest.Start.Member), fraction*float64(total))
+		if !ok {
 			return t.rest, nil, nil
 		}
+		split = b
+	case fraction == 0:
+		split = t.nextAfterClaimed()
+		share, hint = t.consumed(), t.hint
+	default:
+		cur := t.claimed.Member
+		curLeft := t.rest.weight(cur) - t.consumed()
+		remaining := curLeft
+		for m := cur + 1; m <= last; m++ {
+			remaining += t.rest.weight(m)
+		}
+		want := fraction * float64(remaining)
+		if b, ok := t.boundary(cur, curLeft, want); ok {
+			split = b
+			break
+		}
+		if (Position{Member: cur + 1}).Less(t.rest.End) {
+			return t.rest, nil, nil // the split point lies in a member nobody has read yet
+		}
+		// The current member is the last with work left: split inside it.
+		records := t.claimed.Record - t.firstRecord + 1
+		if t.raw <= 0 || records <= 0 {
+			return t.rest, nil, nil // nothing read yet to estimate a record's size from
+		}
+		perRecord := float64(t.raw) / float64(records)
+		ahead := int64(math.Ceil(want / perRecord))
+		split = Position{Member: cur, Record: t.claimed.Record + 1 + ahead}
+		share, hint = t.consumed()+int64(float64(ahead)*perRecord), t.hint
 	}
-	if !split.Less(t.rest.End) {
+	if !split.Less(t.rest.End) || t.hasClaimed && !t.claimed.Less(split) {
 		return t.rest, nil, nil
 	}
-	p, r := t.rest.splitAt(split)
+	p, r := t.rest.splitAt(split, share, hint)
 	t.rest = p
 	return p, r, nil
+}
+
+// boundary returns the first member boundary after member from, and before End, with at
+// least want bytes between the read position and it (the first member's remaining bytes
+// are firstLeft; later members count whole). It reports false when there is none: the
+// split point then lies inside the current member, or in a later one nobody has read.
+func (t *Tracker) boundary(from int, firstLeft int64, want float64) (Position, bool) {
+	acc := float64(firstLeft)
+	for m := from + 1; ; m++ {
+		b := Position{Member: m}
+		if !b.Less(t.rest.End) {
+			return Position{}, false
+		}
+		if acc >= want {
+			return b, true
+		}
+		acc += float64(t.rest.weight(m))
+	}
 }

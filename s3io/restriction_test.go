@@ -264,7 +264,9 @@ func TestTrackerCheckpointAfterClaim(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	wantP := Restriction{Start: rtPos(0, 0), End: rtPos(1, 3), Sizes: []int64{100, 200}}
+	// Plain Position claims report no bytes read, so the primary keeps none of member 1's
+	// weight and the residual all of it.
+	wantP := Restriction{Start: rtPos(0, 0), End: rtPos(1, 3), Sizes: []int64{100, 0}}
 	wantR := Restriction{Start: rtPos(1, 3), End: rtPos(3, 0), Sizes: []int64{200, 300}}
 	if !reflect.DeepEqual(prim, wantP) {
 		t.Errorf("primary = %+v, want %+v", prim, wantP)
@@ -301,7 +303,7 @@ func TestTrackerCheckpointAfterMemberClaimMidStart(t *testing.T) {
 		t.Fatal("claim failed")
 	}
 	prim, res, _ := tr.TrySplit(0)
-	if want := (Restriction{Start: rtPos(1, 4), End: rtPos(1, 5), Sizes: []int64{200}}); !reflect.DeepEqual(prim, want) {
+	if want := (Restriction{Start: rtPos(1, 4), End: rtPos(1, 5), Sizes: []int64{0}}); !reflect.DeepEqual(prim, want) {
 		t.Errorf("primary = %+v, want %+v", prim, want)
 	}
 	if want := (Restriction{Start: rtPos(1, 5), End: rtPos(3, 0), Sizes: []int64{200, 300}}); !reflect.DeepEqual(res, want) {
@@ -407,7 +409,7 @@ func TestTrackerFractionalSplits(t *testing.T) {
 			&Restriction{Start: rtPos(2, 0), End: rtPos(4, 0), Sizes: sizes[2:]}},
 		{"in last member", full, []Position{rtPos(0, 0), rtPos(3, 0)}, 0.01, full, nil},
 		{"negative clamps to checkpoint", full, []Position{rtPos(0, 0), rtPos(0, 1)}, -3,
-			Restriction{Start: rtPos(0, 0), End: rtPos(0, 2), Sizes: sizes[:1]},
+			Restriction{Start: rtPos(0, 0), End: rtPos(0, 2), Sizes: []int64{0}},
 			&Restriction{Start: rtPos(0, 2), End: rtPos(4, 0), Sizes: sizes}},
 		// End mid-member: the boundary before the partially owned member is a split point.
 		{"partial last member", Restriction{Start: rtPos(1, 2), End: rtPos(3, 4), Sizes: []int64{10, 10, 80}}, nil, 0.05,
@@ -486,9 +488,10 @@ func TestTrackerProgress(t *testing.T) {
 	check(pr{100, 500})
 	tr.TryClaim(rtPos(2, 3))
 	check(pr{300, 300})
-	// After a checkpoint the primary owns members 0..2 only up to (2,4).
+	// After a checkpoint the primary owns members 0..2 only up to (2,4), and nothing of
+	// member 2 remains for it.
 	tr.TrySplit(0)
-	check(pr{300, 300})
+	check(pr{300, 0})
 
 	tr = NewTracker(Restriction{Start: rtPos(2, 5), End: rtPos(4, 1), Sizes: []int64{10, 20, 30}})
 	check(pr{0, 60})

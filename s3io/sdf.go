@@ -15,12 +15,16 @@ import (
 func init() {
 	register.DoFn3x1[context.Context, []byte, func(SplitDescriptor), error](&planFn{})
 	register.DoFn4x1[context.Context, *sdf.LockRTracker, SplitDescriptor, func([]byte), error](&readFn{})
+	register.DoFn4x1[context.Context, *sdf.LockRTracker, SplitDescriptor, func(Record), error](&readPositionsFn{})
 	register.Emitter1[SplitDescriptor]()
 	register.Emitter1[[]byte]()
+	register.Emitter1[Record]()
 	beam.RegisterType(reflect.TypeOf((*SplitDescriptor)(nil)).Elem())
 	beam.RegisterType(reflect.TypeOf((*Member)(nil)).Elem())
 	beam.RegisterType(reflect.TypeOf((*Restriction)(nil)).Elem())
 	beam.RegisterType(reflect.TypeOf((*Position)(nil)).Elem())
+	beam.RegisterType(reflect.TypeOf((*ResumeHint)(nil)).Elem())
+	beam.RegisterType(reflect.TypeOf((*Record)(nil)).Elem())
 }
 
 // Read reads every object under cfg.Prefix in cfg.Bucket and returns a PCollection<[]byte>
@@ -47,19 +51,54 @@ func Read(s beam.Scope, cfg Config) beam.PCollection {
 //
 // It panics if cfg does not validate.
 func ReadSplits(s beam.Scope, cfg Config, descriptors beam.PCollection) beam.PCollection {
+	cfg = readSplitsConfig(cfg)
+	return beam.ParDo(s.Scope("s3io.ReadSplits"), &readFn{reader{Cfg: cfg}}, descriptors)
+}
+
+// Record is a record with its deterministic identity, as ReadWithPositions emits it: the
+// split ID, the member ordinal and the record index are the same in every run over the same
+// plan, however the runner split the work, so downstream can deduplicate at-least-once
+// delivery on (SplitID, Member, Index).
+type Record struct {
+	SplitID string
+	Key     string
+	Member  int
+	Index   int64
+	Data    []byte
+}
+
+// ReadWithPositions is Read, emitting a PCollection<Record> that carries each record's
+// identity and object key with its bytes.
+//
+// It panics if cfg does not validate.
+func ReadWithPositions(s beam.Scope, cfg Config) beam.PCollection {
+	s = s.Scope("s3io.ReadWithPositions")
+	descriptors := beam.Reshuffle(s, Plan(s, cfg))
+	cfg = readSplitsConfig(cfg)
+	return beam.ParDo(s.Scope("s3io.ReadSplits"), &readPositionsFn{reader{Cfg: cfg}}, descriptors)
+}
+
+func readSplitsConfig(cfg Config) Config {
 	if cfg.Bucket == "" {
 		// Validate needs a bucket name to check; the descriptors carry the real ones.
 		cfg.Bucket = "descriptor-bucket"
 	}
 	mustValidate(cfg)
-	s = s.Scope("s3io.ReadSplits")
-	return beam.ParDo(s, &readFn{Cfg: cfg.withDefaults()}, descriptors)
+	return cfg.withDefaults()
 }
 
-// readFn is the splittable DoFn that reads split descriptors. Its only exported field is
-// the Config, which Beam serializes as JSON into the pipeline; the client, framer and
-// decoders are built on the worker.
-type readFn struct {
+// segmentSlack and segmentWindow size the ranged GETs of a segment: its own range plus
+// segmentSlack in the first request, then segmentWindow at a time for a record that
+// straddles the segment's end by more.
+const (
+	segmentSlack  = 64 << 10
+	segmentWindow = 1 << 20
+)
+
+// reader is the splittable DoFn shared by readFn and readPositionsFn. Its only exported
+// field is the Config, which Beam serializes as JSON into the pipeline; the client, framer
+// and decoders are built on the worker.
+type reader struct {
 	Cfg Config
 
 	client    *s3.Client
@@ -67,7 +106,7 @@ type readFn struct {
 	dec       decompressors
 }
 
-func (fn *readFn) Setup(ctx context.Context) error {
+func (fn *reader) Setup(ctx context.Context) error {
 	f, ok := lookupFramer(fn.Cfg.Framer)
 	if !ok {
 		return fmt.Errorf("s3io: framer %q is not registered in this worker's binary; register it in an init function, not in main", fn.Cfg.Framer)
@@ -78,100 +117,167 @@ func (fn *readFn) Setup(ctx context.Context) error {
 	return err
 }
 
-func (fn *readFn) Teardown() { fn.dec.close() }
+func (fn *reader) Teardown() { fn.dec.close() }
 
 // CreateInitialRestriction covers every record of every member.
-func (fn *readFn) CreateInitialRestriction(d SplitDescriptor) Restriction {
+func (fn *reader) CreateInitialRestriction(d SplitDescriptor) Restriction {
 	return fullRestriction(d)
 }
 
-// SplitRestriction keeps a descriptor whole: the planner already sized it.
-func (fn *readFn) SplitRestriction(_ SplitDescriptor, r Restriction) []Restriction {
-	return []Restriction{r}
+// SplitRestriction cuts a descriptor heavier than Config.InitialSplitBytes at member
+// boundaries, so that a runner which never splits dynamically (Flink) still reads the members
+// of one descriptor in parallel.
+func (fn *reader) SplitRestriction(_ SplitDescriptor, r Restriction) []Restriction {
+	if r.size() <= float64(fn.Cfg.InitialSplitBytes) {
+		return []Restriction{r}
+	}
+	return r.memberBoundaries(fn.Cfg.InitialSplitBytes)
 }
 
 // RestrictionSize is the restriction's weight in stored bytes.
-func (fn *readFn) RestrictionSize(_ SplitDescriptor, r Restriction) float64 {
+func (fn *reader) RestrictionSize(_ SplitDescriptor, r Restriction) float64 {
 	return r.size()
 }
 
-func (fn *readFn) CreateTracker(r Restriction) *sdf.LockRTracker {
+func (fn *reader) CreateTracker(r Restriction) *sdf.LockRTracker {
 	return sdf.NewLockRTracker(NewTracker(r))
 }
 
-// ProcessElement reads the members the restriction owns, in order. It claims a member's
-// first owned position before opening the object (so a split-off member is never opened),
-// and every later record before emitting it. Returning an error fails the bundle; the runner
-// retries it from the restriction, never from a position already handed to a residual.
-func (fn *readFn) ProcessElement(ctx context.Context, rt *sdf.LockRTracker, d SplitDescriptor, emit func([]byte)) error {
+// process reads the members the restriction owns, in order, handing each owned record to
+// sink. It claims a member's first owned position before opening the object (so a split-off
+// member is never opened), and every later record before emitting it. Returning an error
+// fails the bundle; the runner retries it from the restriction, never from a position
+// already handed to a residual.
+func (fn *reader) process(ctx context.Context, rt *sdf.LockRTracker, d SplitDescriptor, sink func(m int, idx int64, rec []byte)) error {
 	rest := rt.GetRestriction().(Restriction)
 	if err := rest.valid(len(d.Members)); err != nil {
 		return fmt.Errorf("%w (split %s)", err, d.ID)
 	}
 	for m := rest.Start.Member; ; m++ {
-		first := int64(0)
+		first, hint := int64(0), ResumeHint{}
 		if m == rest.Start.Member {
-			first = rest.Start.Record
+			first, hint = rest.Start.Record, rest.Resume
 		}
 		// After the last member this claim fails, telling the tracker the reader is done.
-		if !rt.TryClaim(Position{Member: m, Record: first}) {
+		if !rt.TryClaim(&readerClaim{Position: Position{Member: m, Record: first}, end: -1}) {
 			return nil
 		}
 		if first == 0 {
 			metricObjects.Inc(ctx, 1)
 		}
-		stopped, err := fn.readMember(ctx, rt, d, m, first, emit)
+		stopped, err := fn.readMember(ctx, rt, d, m, first, hint, sink)
 		if err != nil || stopped {
 			return err
 		}
 	}
 }
 
-// readMember emits the records of member m from index first on (which the caller claimed),
-// claiming each later one. It reports whether a claim failed.
-func (fn *readFn) readMember(ctx context.Context, rt *sdf.LockRTracker, d SplitDescriptor, m int, first int64, emit func([]byte)) (stopped bool, err error) {
+// readMember hands sink the records of member m from index first on (which the caller
+// claimed), claiming each later one. It starts reading at hint when it has one. It reports
+// whether a claim failed.
+func (fn *reader) readMember(ctx context.Context, rt *sdf.LockRTracker, d SplitDescriptor, m int, first int64, hint ResumeHint, sink func(int, int64, []byte)) (stopped bool, err error) {
 	member := d.Members[m]
-	var rawBytes int64
-	src := &pinnedReader{ctx: ctx, client: fn.client, bucket: d.Bucket, member: member, verify: fn.Cfg.VerifyChecksums, counted: &rawBytes}
-	idx, emitted := int64(0), int64(0)
+	segStart, segEnd := member.span()
+	seg := member.isSegment()
+	src := &pinnedReader{ctx: ctx, client: fn.client, bucket: d.Bucket, member: member, verify: fn.Cfg.VerifyChecksums, end: member.Size}
+	if seg {
+		src.firstLimit, src.window = segEnd+segmentSlack, segmentWindow
+	}
+	idx, emitted, skipped := int64(0), int64(0), int64(0)
 	var rr *recordReader
+	var base int64
 	defer func() {
 		src.Close()
-		metricRawBytes.Inc(ctx, rawBytes)
+		metricGets.Inc(ctx, int64(src.gets))
+		metricBodyResumes.Inc(ctx, int64(src.resumes))
+		metricRawBytes.Inc(ctx, src.raw)
 		metricRecords.Inc(ctx, emitted)
+		metricSkipped.Inc(ctx, skipped)
 		if rr != nil {
-			metricBytes.Inc(ctx, rr.offset)
+			metricBytes.Inc(ctx, rr.offset-base)
 		}
 		if err != nil {
 			err = &ObjectError{SplitID: d.ID, Bucket: d.Bucket, Key: member.Key, ETag: member.ETag, Member: m, Record: idx, Err: err}
 		}
 	}()
-	if err := src.open(); err != nil {
-		return false, err
+
+	seekable := true
+	switch {
+	case hint.known() && hint.Seekable:
+		// Uncompressed and resuming at a known record boundary: ranged GET from there.
+		metricResumed.Inc(ctx, 1)
+		src.pos, base, idx = hint.Offset, hint.Offset, hint.Record
+		rr = newRecordReader(src, fn.newFramer(), fn.Cfg.MaxRecordBytes, base)
+	case seg:
+		// Planned uncompressed. Read from the byte before the segment: if it ends a line,
+		// the first record starts at segStart; otherwise the record in progress belongs to
+		// the previous segment.
+		if segStart > 0 {
+			src.pos, base = segStart-1, segStart-1
+		}
+		rr = newRecordReader(src, fn.newFramer(), fn.Cfg.MaxRecordBytes, base)
+		if segStart > 0 {
+			if err := rr.skipPastNewline(); err != nil {
+				return false, err
+			}
+		}
+	default:
+		stream, comp, err := fn.dec.open(fn.Cfg.Compression, member.Key, src)
+		if err != nil {
+			return false, err
+		}
+		seekable = comp == CompressionNone
+		rr = newRecordReader(stream, fn.newFramer(), fn.Cfg.MaxRecordBytes, 0)
+		if hint.known() {
+			// Compressed: decompress up to the resume point, but frame nothing before it.
+			metricResumed.Inc(ctx, 1)
+			if err := rr.discard(hint.Offset); err != nil {
+				return false, err
+			}
+			idx = hint.Record
+		}
 	}
-	stream, err := fn.dec.open(fn.Cfg.Compression, member.Key, src)
-	if err != nil {
-		return false, err
-	}
-	rr = newRecordReader(stream, fn.newFramer(), fn.Cfg.MaxRecordBytes)
-	// One claim value for the whole object: a Position boxed per record would allocate.
-	claim := &Position{Member: m}
+
+	// One claim value for the whole object: a claim boxed per record would allocate.
+	claim := &readerClaim{Position: Position{Member: m}, seekable: seekable}
 	for ; ; idx++ {
-		rec, _, err := rr.next()
+		rec, off, err := rr.next()
 		if err == io.EOF {
 			return false, nil
 		}
 		if err != nil {
 			return false, err
 		}
+		if seg && off >= segEnd {
+			return false, nil // the rest belongs to the next segment
+		}
 		if idx < first {
+			skipped++
 			continue
 		}
-		claim.Record = idx
-		if idx > first && !rt.TryClaim(claim) {
-			return true, nil
+		if idx > first {
+			claim.Record, claim.end, claim.raw = idx, rr.offset, src.raw
+			if !rt.TryClaim(claim) {
+				return true, nil
+			}
 		}
-		emit(rec)
+		sink(m, idx, rec)
 		emitted++
 	}
+}
+
+// readFn emits each record's bytes.
+type readFn struct{ reader }
+
+func (fn *readFn) ProcessElement(ctx context.Context, rt *sdf.LockRTracker, d SplitDescriptor, emit func([]byte)) error {
+	return fn.process(ctx, rt, d, func(_ int, _ int64, rec []byte) { emit(rec) })
+}
+
+// readPositionsFn emits each record with its identity.
+type readPositionsFn struct{ reader }
+
+func (fn *readPositionsFn) ProcessElement(ctx context.Context, rt *sdf.LockRTracker, d SplitDescriptor, emit func(Record)) error {
+	return fn.process(ctx, rt, d, func(m int, idx int64, rec []byte) {
+		emit(Record{SplitID: d.ID, Key: d.Members[m].Key, Member: m, Index: idx, Data: rec})
+	})
 }
