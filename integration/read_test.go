@@ -110,6 +110,11 @@ func TestReadOnVersityGW(t *testing.T) {
 	if c["splits_planned"] < 2 {
 		t.Errorf("splits_planned = %d, want several with a 64 KiB target", c["splits_planned"])
 	}
+	// in/plain.ndjson (about 130 KB) is larger than the target, uncompressed and framed by
+	// lines: it is read as two segments. The .gz and .zst objects stay whole.
+	if c["segments_planned"] != 2 {
+		t.Errorf("segments_planned = %d, want 2", c["segments_planned"])
+	}
 }
 
 // TestPlanOnceReadLaterRefusesChanges plans, stores the descriptors, changes the bucket, and

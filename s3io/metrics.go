@@ -6,7 +6,7 @@ import "github.com/apache/beam/sdks/v2/go/pkg/beam"
 //
 //	objects_planned, splits_planned  what the planner listed and packed
 //	segments_planned                 members that are segments of large uncompressed objects
-//	objects                          members whose reading began (each counted once, however split)
+//	objects                          objects whose reading began (each once, however segmented or split)
 //	gets                             GET requests made
 //	raw_bytes                        bytes received from S3
 //	decompressed_bytes               bytes after decompression, as framed

@@ -95,8 +95,8 @@ func (fn *planFn) ProcessElement(ctx context.Context, _ []byte, emit func(SplitD
 	metricObjectsPlanned.Inc(ctx, int64(len(objects)))
 	members := make([]Member, 0, len(objects))
 	for _, o := range objects {
-		if o.Size > fn.Cfg.SplitTargetBytes && selfSynchronizing(fn.Cfg.Framer) && fn.storedPlain(ctx, o) {
-			segs := segments(o, fn.Cfg.SplitTargetBytes)
+		if segSize := max(fn.Cfg.SplitTargetBytes, minSegmentBytes); o.Size > segSize && selfSynchronizing(fn.Cfg.Framer) && fn.storedPlain(ctx, o) {
+			segs := segments(o, segSize)
 			metricSegmentsPlanned.Inc(ctx, int64(len(segs)))
 			members = append(members, segs...)
 			continue
@@ -110,6 +110,10 @@ func (fn *planFn) ProcessElement(ctx context.Context, _ []byte, emit func(SplitD
 	}
 	return nil
 }
+
+// minSegmentBytes keeps a tiny SplitTargetBytes from cutting objects into segments that
+// cost more in requests than they save in parallelism.
+const minSegmentBytes = 64 << 10
 
 // segments cuts an object into segments of at most target bytes, as even as whole bytes
 // allow, so that readers of one large object work in parallel.

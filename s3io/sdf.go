@@ -162,8 +162,8 @@ func (fn *reader) process(ctx context.Context, rt *sdf.LockRTracker, d SplitDesc
 		if !rt.TryClaim(&readerClaim{Position: Position{Member: m, Record: first}, end: -1}) {
 			return nil
 		}
-		if first == 0 {
-			metricObjects.Inc(ctx, 1)
+		if start, _ := d.Members[m].span(); first == 0 && start == 0 {
+			metricObjects.Inc(ctx, 1) // once per object, however it is segmented and split
 		}
 		stopped, err := fn.readMember(ctx, rt, d, m, first, hint, sink)
 		if err != nil || stopped {
