@@ -6,6 +6,7 @@ import "github.com/apache/beam/sdks/v2/go/pkg/beam"
 //
 //	objects_planned, splits_planned  what the planner listed and packed
 //	segments_planned                 members that are segments of large uncompressed objects
+//	restrictions_read                restrictions processed: descriptors, initial splits, residuals
 //	objects                          objects whose reading began (each once, however segmented or split)
 //	gets                             GET requests made
 //	raw_bytes                        bytes received from S3
@@ -23,6 +24,7 @@ var (
 	metricObjectsPlanned  = beam.NewCounter(MetricsNamespace, "objects_planned")
 	metricSplitsPlanned   = beam.NewCounter(MetricsNamespace, "splits_planned")
 	metricSegmentsPlanned = beam.NewCounter(MetricsNamespace, "segments_planned")
+	metricRestrictions    = beam.NewCounter(MetricsNamespace, "restrictions_read")
 	metricObjects         = beam.NewCounter(MetricsNamespace, "objects")
 	metricGets            = beam.NewCounter(MetricsNamespace, "gets")
 	metricResumed         = beam.NewCounter(MetricsNamespace, "resumed_reads")

@@ -16,6 +16,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
+	"github.com/spate-io/beam-s3/internal/s3test"
 	"github.com/spate-io/beam-s3/s3io"
 )
 
@@ -52,12 +53,12 @@ func planLines(t *testing.T, cfg s3io.Config) []string {
 }
 
 func TestPlanIsDeterministicAndPinsETags(t *testing.T) {
-	f := newFakeS3(t)
-	f.createBucket(t, "plan")
+	f := s3test.New(t)
+	f.CreateBucket(t, "plan")
 	for _, k := range []string{"a", "b", "c", "d", "e", "f", "g"} {
-		f.put(t, "plan", "x/"+k, []byte(strings.Repeat(k, 40)+"\n"))
+		f.Put(t, "plan", "x/"+k, []byte(strings.Repeat(k, 40)+"\n"))
 	}
-	f.put(t, "plan", "x/dir/", nil)
+	f.Put(t, "plan", "x/dir/", nil)
 	cfg := s3io.Config{Bucket: "plan", Prefix: "x/", Endpoint: f.URL, UsePathStyle: true, SplitTargetBytes: 100}
 
 	first := planLines(t, cfg)
@@ -73,7 +74,7 @@ func TestPlanIsDeterministicAndPinsETags(t *testing.T) {
 		}
 	}
 
-	f.put(t, "plan", "x/c", []byte(strings.Repeat("C", 40)+"\n"))
+	f.Put(t, "plan", "x/c", []byte(strings.Repeat("C", 40)+"\n"))
 	after := planLines(t, cfg)
 	var changed []string
 	for i := range first {
@@ -97,20 +98,20 @@ func contains(list []string, s string) bool {
 
 // A descriptor planned before an overwrite or a delete must not read the object's new state.
 func TestPinnedReadRefusesChangedObjects(t *testing.T) {
-	f := newFakeS3(t)
-	f.createBucket(t, "pins")
-	f.put(t, "pins", "k/changed.txt", []byte("old content\n"))
-	f.put(t, "pins", "k/deleted.txt", []byte("doomed\n"))
+	f := s3test.New(t)
+	f.CreateBucket(t, "pins")
+	f.Put(t, "pins", "k/changed.txt", []byte("old content\n"))
+	f.Put(t, "pins", "k/deleted.txt", []byte("doomed\n"))
 	head := func(key string) s3io.Member {
-		out, err := f.client.HeadObject(context.Background(), &s3.HeadObjectInput{Bucket: aws.String("pins"), Key: aws.String(key)})
+		out, err := f.Client.HeadObject(context.Background(), &s3.HeadObjectInput{Bucket: aws.String("pins"), Key: aws.String(key)})
 		if err != nil {
 			t.Fatal(err)
 		}
 		return s3io.Member{Key: key, Size: aws.ToInt64(out.ContentLength), ETag: aws.ToString(out.ETag)}
 	}
 	changed, deleted := head("k/changed.txt"), head("k/deleted.txt")
-	f.put(t, "pins", "k/changed.txt", []byte("NEW CONTENT that must never appear\n"))
-	if _, err := f.client.DeleteObject(context.Background(), &s3.DeleteObjectInput{Bucket: aws.String("pins"), Key: aws.String("k/deleted.txt")}); err != nil {
+	f.Put(t, "pins", "k/changed.txt", []byte("NEW CONTENT that must never appear\n"))
+	if _, err := f.Client.DeleteObject(context.Background(), &s3.DeleteObjectInput{Bucket: aws.String("pins"), Key: aws.String("k/deleted.txt")}); err != nil {
 		t.Fatal(err)
 	}
 	cfg := s3io.Config{Endpoint: f.URL, UsePathStyle: true}

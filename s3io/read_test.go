@@ -15,6 +15,7 @@ import (
 	"github.com/klauspost/compress/gzip"
 	"github.com/klauspost/compress/zstd"
 
+	"github.com/spate-io/beam-s3/internal/s3test"
 	"github.com/spate-io/beam-s3/s3io"
 )
 
@@ -89,11 +90,11 @@ func lines(prefix string, n int) (text string, recs []string) {
 }
 
 func TestReadMixedPrefix(t *testing.T) {
-	f := newFakeS3(t)
-	f.createBucket(t, "logs")
+	f := s3test.New(t)
+	f.CreateBucket(t, "logs")
 	var want []string
 	add := func(key string, data []byte, recs ...string) {
-		f.put(t, "logs", key, data)
+		f.Put(t, "logs", key, data)
 		want = append(want, recs...)
 	}
 	plain, plainRecs := lines("plain", 500)
@@ -118,10 +119,10 @@ func TestReadMixedPrefix(t *testing.T) {
 	add("2026/11/j-ünïcødé-日本.txt", []byte("unicode key\n"), "unicode key")
 	add("2026/11/k-blank-lines.txt", []byte("\n\nx\n\n"), "", "", "x", "")
 	add("2026/11/dir/", nil) // a directory marker: skipped, and it holds no records anyway
-	f.put(t, "logs", "2026/12/outside-prefix.txt", []byte("must not be read\n"))
+	f.Put(t, "logs", "2026/12/outside-prefix.txt", []byte("must not be read\n"))
 
 	c := runRead(t, s3io.Config{Bucket: "logs", Prefix: "2026/11/", Endpoint: f.URL, UsePathStyle: true}, want)
-	if got := f.unpinnedGets(); len(got) != 0 {
+	if got := f.Unpinned(); len(got) != 0 {
 		t.Errorf("GETs without If-Match: %q", got)
 	}
 	if c["records"] != int64(len(want)) {
@@ -133,16 +134,16 @@ func TestReadMixedPrefix(t *testing.T) {
 }
 
 func TestReadFramers(t *testing.T) {
-	f := newFakeS3(t)
-	f.createBucket(t, "frames")
-	f.put(t, "frames", "nd/a.ndjson", []byte("{\"a\":1}\n\n  \n{\"a\":2}\r\n\t\n{\"a\":3}"))
+	f := s3test.New(t)
+	f.CreateBucket(t, "frames")
+	f.Put(t, "frames", "nd/a.ndjson", []byte("{\"a\":1}\n\n  \n{\"a\":2}\r\n\t\n{\"a\":3}"))
 	var u32 bytes.Buffer
 	for _, r := range []string{"one", "", "three\nwith newline", strings.Repeat("x", 70000)} {
 		binary.Write(&u32, binary.BigEndian, uint32(len(r)))
 		u32.WriteString(r)
 	}
-	f.put(t, "frames", "u32/a.bin", u32.Bytes())
-	f.put(t, "frames", "u32/b.bin.zst", zstdBytes(t, u32.String()))
+	f.Put(t, "frames", "u32/a.bin", u32.Bytes())
+	f.Put(t, "frames", "u32/b.bin.zst", zstdBytes(t, u32.String()))
 
 	t.Run("ndjson", func(t *testing.T) {
 		runRead(t, s3io.Config{Bucket: "frames", Prefix: "nd/", Framer: "ndjson", Endpoint: f.URL, UsePathStyle: true},
@@ -156,13 +157,13 @@ func TestReadFramers(t *testing.T) {
 }
 
 func TestReadManyObjectsManySplits(t *testing.T) {
-	f := newFakeS3(t)
-	f.createBucket(t, "many")
+	f := s3test.New(t)
+	f.CreateBucket(t, "many")
 	var want []string
 	const objects = 1234
 	for i := 0; i < objects; i++ {
 		text, recs := lines(fmt.Sprintf("obj-%04d", i), 3)
-		f.put(t, "many", fmt.Sprintf("p/%04d.ndjson", i), []byte(text))
+		f.Put(t, "many", fmt.Sprintf("p/%04d.ndjson", i), []byte(text))
 		want = append(want, recs...)
 	}
 	c := runRead(t, s3io.Config{Bucket: "many", Prefix: "p/", Endpoint: f.URL, UsePathStyle: true, MaxSplitMembers: 100}, want)
@@ -172,15 +173,15 @@ func TestReadManyObjectsManySplits(t *testing.T) {
 	if c["objects"] != objects {
 		t.Errorf("objects = %d, want %d", c["objects"], objects)
 	}
-	if pages := f.listPages(); pages != 2 {
+	if pages := f.ListPages(); pages != 2 {
 		t.Errorf("the planner made %d ListObjectsV2 requests, want 2 pages of at most 1000 keys", pages)
 	}
 }
 
 func TestReadEmptyPrefix(t *testing.T) {
-	f := newFakeS3(t)
-	f.createBucket(t, "empty")
-	f.put(t, "empty", "elsewhere/x.txt", []byte("x\n"))
+	f := s3test.New(t)
+	f.CreateBucket(t, "empty")
+	f.Put(t, "empty", "elsewhere/x.txt", []byte("x\n"))
 	c := runRead(t, s3io.Config{Bucket: "empty", Prefix: "nothing/", Endpoint: f.URL, UsePathStyle: true}, nil)
 	if c["splits_planned"] != 0 || c["records"] != 0 {
 		t.Errorf("counters = %v, want no splits and no records", c)

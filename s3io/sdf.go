@@ -153,6 +153,7 @@ func (fn *reader) process(ctx context.Context, rt *sdf.LockRTracker, d SplitDesc
 	if err := rest.valid(len(d.Members)); err != nil {
 		return fmt.Errorf("%w (split %s)", err, d.ID)
 	}
+	metricRestrictions.Inc(ctx, 1)
 	for m := rest.Start.Member; ; m++ {
 		first, hint := int64(0), ResumeHint{}
 		if m == rest.Start.Member {

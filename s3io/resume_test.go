@@ -1,0 +1,237 @@
+package s3io
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/sdf"
+	"github.com/klauspost/compress/gzip"
+	"github.com/klauspost/compress/zstd"
+
+	"github.com/spate-io/beam-s3/internal/s3test"
+)
+
+// resumeFixture is one object on an in-process S3 server, and a reader DoFn set up for it.
+type resumeFixture struct {
+	srv  *s3test.Server
+	fn   *reader
+	desc SplitDescriptor
+	key  string
+	recs []string // the records the object holds, in order
+	ends []int64  // decompressed offset just past each record
+}
+
+// newResumeFixture stores n lines of varied lengths, encoded by enc, as key.
+func newResumeFixture(t *testing.T, key string, n int, enc func([]byte) []byte, cfg Config) *resumeFixture {
+	t.Helper()
+	f := &resumeFixture{srv: s3test.New(t), key: key}
+	f.srv.CreateBucket(t, "resume")
+	rng := rand.New(rand.NewPCG(uint64(n), 7))
+	var plain bytes.Buffer
+	for i := 0; i < n; i++ {
+		r := fmt.Sprintf("record-%05d-%s", i, strings.Repeat("x", rng.IntN(300)))
+		plain.WriteString(r + "\n")
+		f.recs = append(f.recs, r)
+		f.ends = append(f.ends, int64(plain.Len()))
+	}
+	data := enc(plain.Bytes())
+	etag := f.srv.Put(t, "resume", key, data)
+	members := []Member{{Key: key, Size: int64(len(data)), ETag: etag}}
+	f.desc = SplitDescriptor{ID: SplitID("resume", members), Bucket: "resume", Members: members}
+	cfg.Bucket, cfg.Endpoint, cfg.UsePathStyle = "resume", f.srv.URL, true
+	f.fn = &reader{Cfg: cfg.withDefaults()}
+	if err := f.fn.Setup(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(f.fn.Teardown)
+	return f
+}
+
+// run processes rest, calling split(rt, n) after the n-th record it emits; it returns the
+// records emitted.
+func (f *resumeFixture) run(t *testing.T, rest Restriction, split func(rt *sdf.LockRTracker, n int)) []string {
+	t.Helper()
+	rt := f.fn.CreateTracker(rest)
+	var got []string
+	err := f.fn.process(context.Background(), rt, f.desc, func(_ int, _ int64, rec []byte) {
+		got = append(got, string(rec))
+		if split != nil {
+			split(rt, len(got))
+		}
+	})
+	if err != nil {
+		t.Fatalf("process %+v: %v", rest, err)
+	}
+	if !rt.IsDone() || rt.GetError() != nil {
+		t.Fatalf("tracker of %+v: done=%v err=%v", rest, rt.IsDone(), rt.GetError())
+	}
+	return got
+}
+
+func identity(b []byte) []byte { return b }
+
+func gzipEnc(b []byte) []byte {
+	var buf bytes.Buffer
+	zw := gzip.NewWriter(&buf)
+	zw.Write(b)
+	zw.Close()
+	return buf.Bytes()
+}
+
+func zstdEnc(b []byte) []byte {
+	zw, _ := zstd.NewWriter(nil)
+	return zw.EncodeAll(b, nil)
+}
+
+// A checkpoint (fraction 0) after k records hands the residual a resume hint: an
+// uncompressed object is resumed with a ranged GET starting exactly where record k starts,
+// so nothing already read is fetched again; a compressed one skips unframed to it.
+func TestCheckpointResumeReadsNothingTwice(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		enc  func([]byte) []byte
+	}{{"plain.txt", identity}, {"gzip.txt.gz", gzipEnc}, {"zstd.txt.zst", zstdEnc}} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newResumeFixture(t, tc.name, 3000, tc.enc, Config{})
+			const k = 1234
+			var residual Restriction
+			primary := f.run(t, fullRestriction(f.desc), func(rt *sdf.LockRTracker, n int) {
+				if n == k {
+					_, r, err := rt.TrySplit(0)
+					if err != nil || r == nil {
+						t.Fatalf("TrySplit(0) = %v, %v", r, err)
+					}
+					residual = r.(Restriction)
+				}
+			})
+			if len(primary) != k {
+				t.Fatalf("primary emitted %d records after a checkpoint at %d", len(primary), k)
+			}
+			want := ResumeHint{Record: k, Offset: f.ends[k-1], Seekable: tc.name == "plain.txt"}
+			if residual.Start != (Position{Member: 0, Record: k}) || residual.Resume != want {
+				t.Fatalf("residual = %+v, want start (0,%d) and resume %+v", residual, k, want)
+			}
+			rest := f.run(t, residual, nil)
+			if got := append(primary, rest...); !slices.Equal(got, f.recs) {
+				t.Fatalf("primary+residual gave %d records, want the object's %d in order", len(got), len(f.recs))
+			}
+			reqs := f.srv.Requests(tc.name)
+			if len(reqs) != 2 {
+				t.Fatalf("GETs = %+v, want 2", reqs)
+			}
+			if tc.name == "plain.txt" {
+				size := f.desc.Members[0].Size
+				if wantRange := fmt.Sprintf("bytes=%d-%d", f.ends[k-1], size-1); reqs[1].Range != wantRange {
+					t.Errorf("residual GET Range = %q, want %q", reqs[1].Range, wantRange)
+				}
+				if reqs[1].Bytes != size-f.ends[k-1] {
+					t.Errorf("residual fetched %d bytes, want %d", reqs[1].Bytes, size-f.ends[k-1])
+				}
+			} else if reqs[1].Range != "" {
+				t.Errorf("compressed residual sent Range %q; a compressed stream cannot start mid-way", reqs[1].Range)
+			}
+		})
+	}
+}
+
+// A split at a fraction inside the only member lands on a record estimated from the bytes
+// per record so far; the residual resumes at the last known boundary and skips by count to
+// its first record. Primary and residual together hold every record once.
+func TestFractionalSplitInsideMember(t *testing.T) {
+	f := newResumeFixture(t, "big.txt", 5000, identity, Config{})
+	var residual Restriction
+	primary := f.run(t, fullRestriction(f.desc), func(rt *sdf.LockRTracker, n int) {
+		if n == 1000 {
+			_, r, err := rt.TrySplit(0.5)
+			if err != nil || r == nil {
+				t.Fatalf("TrySplit(0.5) = %v, %v", r, err)
+			}
+			residual = r.(Restriction)
+		}
+	})
+	if residual.Start.Member != 0 || residual.Start.Record <= 1000 || residual.Start.Record >= 5000 {
+		t.Fatalf("residual starts at %v, want inside member 0 past record 1000", residual.Start)
+	}
+	if !residual.Resume.Seekable || residual.Resume.Record != 1000 || residual.Resume.Offset != f.ends[999] {
+		t.Fatalf("residual resume = %+v, want record 1000 at byte %d", residual.Resume, f.ends[999])
+	}
+	if int64(len(primary)) != residual.Start.Record {
+		t.Fatalf("primary emitted %d records, want %d", len(primary), residual.Start.Record)
+	}
+	rest := f.run(t, residual, nil)
+	if got := append(primary, rest...); !slices.Equal(got, f.recs) {
+		t.Fatalf("primary+residual gave %d records, want %d in order", len(got), len(f.recs))
+	}
+	reqs := f.srv.Requests("big.txt")
+	if want := fmt.Sprintf("bytes=%d-", f.ends[999]); len(reqs) != 2 || !strings.HasPrefix(reqs[1].Range, want) {
+		t.Errorf("GETs = %+v, want a second one ranged from %s", reqs, want)
+	}
+}
+
+// A body that breaks mid-stream is resumed with one ranged GET from the byte where it broke,
+// transparently to the decompressor and the framer.
+func TestBrokenBodyResumesWithRange(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		enc  func([]byte) []byte
+	}{{"plain.txt", identity}, {"gzip.txt.gz", gzipEnc}, {"zstd.txt.zst", zstdEnc}} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newResumeFixture(t, tc.name, 3000, tc.enc, Config{})
+			size := f.desc.Members[0].Size
+			cut := size / 3
+			f.srv.SetFault(tc.name, s3test.Fault{AbortAfter: cut, Times: 1})
+			if got := f.run(t, fullRestriction(f.desc), nil); !slices.Equal(got, f.recs) {
+				t.Fatalf("got %d records, want %d in order", len(got), len(f.recs))
+			}
+			reqs := f.srv.Requests(tc.name)
+			if len(reqs) != 2 || reqs[0].Bytes != cut {
+				t.Fatalf("GETs = %+v, want the broken one (%d bytes) and one resume", reqs, cut)
+			}
+			if want := fmt.Sprintf("bytes=%d-%d", cut, size-1); reqs[1].Range != want || reqs[1].Bytes != size-cut {
+				t.Errorf("resume GET = %+v, want Range %s and %d bytes", reqs[1], want, size-cut)
+			}
+		})
+	}
+}
+
+// Segments own the records that start inside their byte range, wherever the range ends:
+// inside a record, right after a newline, or on one.
+func TestSegmentsPartitionRecords(t *testing.T) {
+	f := newResumeFixture(t, "seg.ndjson", 2000, identity, Config{Framer: "lines"})
+	size := f.desc.Members[0].Size
+	rng := rand.New(rand.NewPCG(1, 2))
+	for round := 0; round < 20; round++ {
+		cuts := []int64{0, size}
+		for range 1 + rng.IntN(8) {
+			switch rng.IntN(3) {
+			case 0:
+				cuts = append(cuts, f.ends[rng.IntN(len(f.ends)-1)]) // a record's first byte
+			case 1:
+				cuts = append(cuts, f.ends[rng.IntN(len(f.ends)-1)]-1) // its newline
+			default:
+				cuts = append(cuts, 1+rng.Int64N(size-1))
+			}
+		}
+		slices.Sort(cuts)
+		cuts = slices.Compact(cuts)
+		var got []string
+		for i := 0; i+1 < len(cuts); i++ {
+			m := f.desc.Members[0]
+			m.Start, m.End = cuts[i], cuts[i+1]
+			seg := SplitDescriptor{ID: "seg", Bucket: "resume", Members: []Member{m}}
+			rt := f.fn.CreateTracker(fullRestriction(seg))
+			err := f.fn.process(context.Background(), rt, seg, func(_ int, _ int64, rec []byte) { got = append(got, string(rec)) })
+			if err != nil {
+				t.Fatalf("segment [%d,%d): %v", m.Start, m.End, err)
+			}
+		}
+		if !slices.Equal(got, f.recs) {
+			t.Fatalf("segments %v gave %d records, want %d in order", cuts, len(got), len(f.recs))
+		}
+	}
+}
