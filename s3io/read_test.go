@@ -23,6 +23,10 @@ func TestMain(m *testing.M) { ptest.Main(m) }
 
 func init() {
 	register.Function1x1(recordString)
+	register.Function1x1(keyAndData)
+	register.Function1x1(recordID)
+	register.Function1x2(withOne)
+	register.Function2x1(sumInts)
 }
 
 // recordString turns a record into a string so that passert prints readable diffs.
