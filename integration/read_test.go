@@ -19,6 +19,7 @@ import (
 	"github.com/klauspost/compress/gzip"
 	"github.com/klauspost/compress/zstd"
 
+	"github.com/spate-io/beam-s3/internal/versitygw"
 	"github.com/spate-io/beam-s3/s3io"
 )
 
@@ -74,11 +75,11 @@ func ndjson(src string, n int) (text string, recs []string) {
 // TestReadOnVersityGW reads a mixed prefix from a real S3 server process with s3io.Read on
 // prism and compares the exact multiset of records.
 func TestReadOnVersityGW(t *testing.T) {
-	g := startGateway(t)
-	g.createBucket(t, "mixed")
+	g := versitygw.Start(t)
+	g.CreateBucket(t, "mixed")
 	var want []string
 	add := func(key string, data []byte, recs ...string) {
-		g.put(t, "mixed", key, data)
+		g.Put(t, "mixed", key, data)
 		want = append(want, recs...)
 	}
 	for i := 0; i < 1100; i++ { // more than one ListObjectsV2 page
@@ -94,7 +95,7 @@ func TestReadOnVersityGW(t *testing.T) {
 	add("in/frames.ndjson.zst", zstdBytes(z), zRecs...)
 	add("in/key with spaces ünïcødé.txt", []byte("a\r\nb\r\nno newline"), "a", "b", "no newline")
 	add("in/empty.ndjson", nil)
-	g.put(t, "mixed", "out/not-read.txt", []byte("outside the prefix\n"))
+	g.Put(t, "mixed", "out/not-read.txt", []byte("outside the prefix\n"))
 
 	cfg := s3io.Config{Bucket: "mixed", Prefix: "in/", Endpoint: g.URL, UsePathStyle: true, SplitTargetBytes: 64 << 10}
 	pl, s := beam.NewPipelineWithRoot()
@@ -121,11 +122,11 @@ func TestReadOnVersityGW(t *testing.T) {
 // reads the stored descriptors: the overwritten and deleted objects must fail their pinned
 // reads on a real server, and none of the new content may appear.
 func TestPlanOnceReadLaterRefusesChanges(t *testing.T) {
-	g := startGateway(t)
-	g.createBucket(t, "pinned")
-	g.put(t, "pinned", "p/overwritten.txt", []byte("old\n"))
-	g.put(t, "pinned", "p/deleted.txt", []byte("gone\n"))
-	g.put(t, "pinned", "p/stable.txt", []byte("stable\n"))
+	g := versitygw.Start(t)
+	g.CreateBucket(t, "pinned")
+	g.Put(t, "pinned", "p/overwritten.txt", []byte("old\n"))
+	g.Put(t, "pinned", "p/deleted.txt", []byte("gone\n"))
+	g.Put(t, "pinned", "p/stable.txt", []byte("stable\n"))
 	cfg := s3io.Config{Bucket: "pinned", Prefix: "p/", Endpoint: g.URL, UsePathStyle: true, SplitTargetBytes: 1}
 
 	planFile := filepath.Join(t.TempDir(), "plan.jsonl")
@@ -150,8 +151,8 @@ func TestPlanOnceReadLaterRefusesChanges(t *testing.T) {
 		t.Fatalf("planned %d descriptors, want one per object: %+v", len(descs), descs)
 	}
 
-	g.put(t, "pinned", "p/overwritten.txt", []byte("NEW CONTENT\n"))
-	g.delete(t, "pinned", "p/deleted.txt")
+	g.Put(t, "pinned", "p/overwritten.txt", []byte("NEW CONTENT\n"))
+	g.Delete(t, "pinned", "p/deleted.txt")
 
 	for _, d := range descs {
 		d := d

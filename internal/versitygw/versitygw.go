@@ -1,4 +1,6 @@
-package integration
+// Package versitygw runs a versitygw S3 server process for tests: a real S3 implementation
+// (If-Match, Range, ListObjectsV2 paging) on a loopback port over a temporary directory.
+package versitygw
 
 import (
 	"bytes"
@@ -18,16 +20,16 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 )
 
-// versityGWVersion is the S3 server the integration tests run against; .ci/run installs it.
-const versityGWVersion = "v1.8.0"
+// Version is the versitygw release the tests run against; .ci/run installs it.
+const Version = "v1.8.0"
 
 const (
 	gwAccessKey = "s3io-test-access"
 	gwSecretKey = "s3io-test-secret-key"
 )
 
-// gateway is a versitygw process serving a fresh POSIX directory on a loopback port.
-type gateway struct {
+// Gateway is a versitygw process serving a fresh POSIX directory on a loopback port.
+type Gateway struct {
 	URL    string
 	Dir    string
 	Client *s3.Client
@@ -43,21 +45,21 @@ func versityGWBinary() (string, error) {
 		return p, nil
 	}
 	_, file, _, _ := runtime.Caller(0)
-	p := filepath.Join(filepath.Dir(file), "..", ".cache", "bin", "versitygw")
+	p := filepath.Join(filepath.Dir(file), "..", "..", ".cache", "bin", "versitygw")
 	if _, err := os.Stat(p); err != nil {
 		return "", err
 	}
 	return p, nil
 }
 
-// startGateway starts versitygw for the test and points the worker-side AWS credential chain
+// Start starts versitygw for the test and points the worker-side AWS credential chain
 // at it. Without the binary the test is skipped locally and fails under CI, where .ci/run
 // must have installed it.
-func startGateway(t testing.TB) *gateway {
+func Start(t testing.TB) *Gateway {
 	t.Helper()
 	bin, err := versityGWBinary()
 	if err != nil {
-		msg := fmt.Sprintf("versitygw not found (%v); install it with: GOBIN=$PWD/.cache/bin go install github.com/versity/versitygw/cmd/versitygw@%s", err, versityGWVersion)
+		msg := fmt.Sprintf("versitygw not found (%v); install it with: GOBIN=$PWD/.cache/bin go install github.com/versity/versitygw/cmd/versitygw@%s", err, Version)
 		if os.Getenv("CI") != "" {
 			t.Fatal(msg)
 		}
@@ -101,7 +103,7 @@ func startGateway(t testing.TB) *gateway {
 	t.Setenv("AWS_CONFIG_FILE", os.DevNull)
 	t.Setenv("AWS_SHARED_CREDENTIALS_FILE", os.DevNull)
 	t.Setenv("AWS_EC2_METADATA_DISABLED", "true")
-	return &gateway{
+	return &Gateway{
 		URL: url,
 		Dir: dir,
 		Client: s3.New(s3.Options{
@@ -123,14 +125,16 @@ func freePort(t testing.TB) int {
 	return l.Addr().(*net.TCPAddr).Port
 }
 
-func (g *gateway) createBucket(t testing.TB, bucket string) {
+// CreateBucket creates bucket.
+func (g *Gateway) CreateBucket(t testing.TB, bucket string) {
 	t.Helper()
 	if _, err := g.Client.CreateBucket(context.Background(), &s3.CreateBucketInput{Bucket: aws.String(bucket)}); err != nil {
 		t.Fatalf("create bucket %s: %v", bucket, err)
 	}
 }
 
-func (g *gateway) put(t testing.TB, bucket, key string, data []byte) {
+// Put stores data at bucket/key.
+func (g *Gateway) Put(t testing.TB, bucket, key string, data []byte) {
 	t.Helper()
 	if _, err := g.Client.PutObject(context.Background(), &s3.PutObjectInput{
 		Bucket: aws.String(bucket), Key: aws.String(key), Body: bytes.NewReader(data),
@@ -139,7 +143,8 @@ func (g *gateway) put(t testing.TB, bucket, key string, data []byte) {
 	}
 }
 
-func (g *gateway) delete(t testing.TB, bucket, key string) {
+// Delete removes bucket/key.
+func (g *Gateway) Delete(t testing.TB, bucket, key string) {
 	t.Helper()
 	if _, err := g.Client.DeleteObject(context.Background(), &s3.DeleteObjectInput{Bucket: aws.String(bucket), Key: aws.String(key)}); err != nil {
 		t.Fatalf("delete s3://%s/%s: %v", bucket, key, err)
