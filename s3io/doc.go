@@ -13,8 +13,14 @@
 //     that digests them (SplitID): replanning an unchanged prefix yields the same IDs.
 //     Readers never list.
 //   - One splittable DoFn. ReadSplits reads descriptors; each one's restriction is a range
-//     of (member ordinal, record index) Positions, so the runner can checkpoint a descriptor
-//     and split it between records. Read is Plan, a Reshuffle and ReadSplits.
+//     of (member ordinal, record index) Positions weighed in stored bytes, so the runner can
+//     checkpoint a descriptor and split it between records. Splits prefer object
+//     boundaries; a residual that starts inside an object carries a ResumeHint, so an
+//     uncompressed object resumes with a ranged GET at the next record instead of at byte 0.
+//     Read is Plan, a Reshuffle and ReadSplits.
+//   - Segments. An uncompressed object larger than SplitTargetBytes, framed by lines or
+//     ndjson, is planned as segments that own the records starting in their byte range, and
+//     are read in parallel.
 //   - Pinned reads. Every GET carries If-Match with the planned ETag: an object overwritten
 //     after planning fails with PreconditionFailed, a deleted one with NoSuchKey, and neither
 //     can splice new bytes into the output. Bodies are streamed, never buffered whole.
@@ -25,7 +31,9 @@
 // # Guarantees
 //
 // Records are delivered at least once: a bundle the runner retries may emit records again;
-// none is lost. An error reading an object fails the bundle with an *ObjectError naming the
+// none is lost. ReadWithPositions gives each record an identity that does not depend on how
+// the work was split. A response body that breaks mid-stream is resumed with a pinned
+// ranged GET from the byte where it broke. An error reading an object fails the bundle with an *ObjectError naming the
 // bucket, key, ETag and record position, and the pipeline fails rather than finishing
 // without the object's records. Credentials are never part of the pipeline: each worker
 // resolves them with the AWS SDK's default chain.
@@ -35,5 +43,6 @@
 // The DoFns hold only a Config, serialized as JSON; clients, framers and decoders are built
 // in Setup on the worker. Prism and Dataflow split descriptors dynamically through the
 // restriction tracker; Flink does not split splittable DoFns dynamically, so there the
-// planner's descriptors are the unit of parallelism.
+// planner's descriptors and segments, and the initial splits of Config.InitialSplitBytes,
+// are the parallelism.
 package s3io

@@ -179,4 +179,3 @@ func TestOneGiBObjectInSegments(t *testing.T) {
 		t.Errorf("peak RSS %d MiB, want < 256 MiB while reading a 1 GiB object", peak>>20)
 	}
 }
-
