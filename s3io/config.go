@@ -5,6 +5,7 @@ import (
 	"net"
 	"net/url"
 	"strings"
+	"time"
 )
 
 // Compression names how object bytes are decompressed before framing.
@@ -25,6 +26,8 @@ const (
 	DefaultSplitTargetBytes = 64 << 20
 	DefaultMaxSplitMembers  = 1024
 	DefaultMaxRecordBytes   = 16 << 20
+	DefaultMaxAttempts      = 8
+	DefaultReadTimeout      = time.Minute
 )
 
 // Hard limits that keep a position packable into an int64 (see Position.Pack) and a
@@ -78,6 +81,22 @@ type Config struct {
 	// the body against it. Off by default: reads are already pinned to the planned ETag and
 	// the validation costs more CPU than gzip decoding.
 	VerifyChecksums bool
+
+	// MaxAttempts bounds the attempts at one request (5xx, 503 SlowDown, timeouts, dropped
+	// connections are retried with capped, jittered exponential backoff) and, separately,
+	// the ranged GETs that resume one object's broken or stalled bodies (default 8). An
+	// object still unreadable after that is quarantined as "unreadable".
+	MaxAttempts int
+	// ReadTimeout is how long a GET may wait for response headers, or a body for its next
+	// bytes, before the attempt is abandoned and retried (default 1 minute).
+	ReadTimeout time.Duration
+	// ExpectedBucketOwner, when set, is sent with every request: S3 refuses it with 403 if
+	// the bucket belongs to another account, so a typo or a hijacked name cannot feed the
+	// job someone else's data.
+	ExpectedBucketOwner string
+	// RequesterPays acknowledges that the job's account pays for requests and transfer on a
+	// requester-pays bucket (S3 refuses requests without it).
+	RequesterPays bool
 }
 
 // withDefaults returns c with zero-valued fields replaced by their defaults.
@@ -99,6 +118,12 @@ func (c Config) withDefaults() Config {
 	}
 	if c.MaxRecordBytes == 0 {
 		c.MaxRecordBytes = DefaultMaxRecordBytes
+	}
+	if c.MaxAttempts == 0 {
+		c.MaxAttempts = DefaultMaxAttempts
+	}
+	if c.ReadTimeout == 0 {
+		c.ReadTimeout = DefaultReadTimeout
 	}
 	return c
 }
@@ -136,6 +161,15 @@ func (c Config) Validate() error {
 	}
 	if c.MaxRecordBytes < 0 || c.MaxRecordBytes > maxRecordBytesLimit {
 		return fmt.Errorf("s3io: Config.MaxRecordBytes is %d; it must be between 1 and %d (0 means the default, %d)", c.MaxRecordBytes, maxRecordBytesLimit, DefaultMaxRecordBytes)
+	}
+	if c.MaxAttempts < 0 || c.MaxAttempts > 100 {
+		return fmt.Errorf("s3io: Config.MaxAttempts is %d; it must be between 1 and 100 (0 means the default, %d)", c.MaxAttempts, DefaultMaxAttempts)
+	}
+	if c.ReadTimeout < 0 {
+		return fmt.Errorf("s3io: Config.ReadTimeout is %v; it must be positive (0 means the default, %v)", c.ReadTimeout, DefaultReadTimeout)
+	}
+	if o := c.ExpectedBucketOwner; o != "" && (len(o) != 12 || strings.Trim(o, "0123456789") != "") {
+		return fmt.Errorf("s3io: Config.ExpectedBucketOwner %q is not a 12-digit AWS account ID", o)
 	}
 	return nil
 }

@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"net"
 	"strconv"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -16,14 +17,11 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3/types"
 )
 
-// Body resume policy: a body that breaks mid-stream (connection reset, unexpected EOF) is
-// resumed with a ranged GET from the next byte, pinned like the first. The SDK's retryer
-// covers a failed request, but not a response body that fails after the headers arrived.
-const (
-	bodyResumes       = 5
-	bodyResumeBackoff = 100 * time.Millisecond
-	bodyResumeMaxWait = 2 * time.Second
-)
+// bodyResumeBackoff is the first wait before resuming a broken body; it doubles per resume
+// up to retryMaxBackoff. The SDK's retryer covers a failed request, but not a response body
+// that breaks or stalls after the headers arrived: that is resumed here, with a ranged GET
+// from the next byte, pinned like the first.
+const bodyResumeBackoff = 100 * time.Millisecond
 
 // pinnedReader streams the bytes [pos, end) of one object as it was when planned: every GET
 // carries If-Match: <planned ETag>, so an object overwritten since planning fails with 412
@@ -33,9 +31,9 @@ const (
 type pinnedReader struct {
 	ctx    context.Context
 	client *s3.Client
+	cfg    *Config
 	bucket string
 	member Member
-	verify bool
 
 	pos int64 // object offset of the next byte Read returns
 	end int64 // object offset where the read stops: the object's size
@@ -46,11 +44,14 @@ type pinnedReader struct {
 	firstLimit int64
 	window     int64
 
-	body    io.ReadCloser
-	reqEnd  int64 // end of the current request's range
-	gets    int   // GET requests made
-	resumes int   // requests made to resume a broken body
-	raw     int64 // bytes received
+	body     io.ReadCloser
+	cancel   context.CancelFunc // ends the current request
+	stall    *time.Timer        // fires when the body sends nothing for cfg.ReadTimeout
+	timedOut atomic.Bool
+	reqEnd   int64 // end of the current request's range
+	gets     int   // GET requests made
+	resumes  int   // requests made to resume a broken body
+	raw      int64 // bytes received
 }
 
 // request issues a pinned GET for [r.pos, limit).
@@ -60,19 +61,34 @@ func (r *pinnedReader) request(limit int64) error {
 		Key:     aws.String(r.member.Key),
 		IfMatch: aws.String(r.member.ETag),
 	}
+	if r.cfg.ExpectedBucketOwner != "" {
+		in.ExpectedBucketOwner = aws.String(r.cfg.ExpectedBucketOwner)
+	}
+	if r.cfg.RequesterPays {
+		in.RequestPayer = types.RequestPayerRequester
+	}
 	// A whole-object GET sends no Range: S3 answers "bytes=0-" on an empty object with 416.
 	if r.pos > 0 || limit < r.member.Size {
 		in.Range = aws.String("bytes=" + strconv.FormatInt(r.pos, 10) + "-" + strconv.FormatInt(limit-1, 10))
-	} else if r.verify {
+	} else if r.cfg.VerifyChecksums {
 		// Checksums cover whole objects only; a ranged GET cannot be validated.
 		in.ChecksumMode = types.ChecksumModeEnabled
 	}
 	r.gets++
-	out, err := r.client.GetObject(r.ctx, in)
+	ctx, cancel := context.WithCancel(r.ctx)
+	out, err := r.client.GetObject(ctx, in)
 	if err != nil {
+		cancel()
 		return describeS3Error(err, "pinned GET")
 	}
-	r.body, r.reqEnd = out.Body, limit
+	r.body, r.reqEnd, r.cancel = out.Body, limit, cancel
+	// A body that stops sending would block Read forever: the timer ends the request, and
+	// the read error it causes is resumed like a dropped connection.
+	r.timedOut.Store(false)
+	r.stall = time.AfterFunc(r.cfg.ReadTimeout, func() {
+		r.timedOut.Store(true)
+		cancel()
+	})
 	return nil
 }
 
@@ -97,6 +113,7 @@ func (r *pinnedReader) Read(p []byte) (int, error) {
 				return 0, err
 			}
 		}
+		r.stall.Reset(r.cfg.ReadTimeout)
 		n, err := r.body.Read(p)
 		r.pos += int64(n)
 		r.raw += int64(n)
@@ -104,17 +121,19 @@ func (r *pinnedReader) Read(p []byte) (int, error) {
 		case err == nil:
 			return n, nil
 		case err == io.EOF && r.pos >= r.reqEnd:
-			r.body.Close()
-			r.body = nil
+			r.Close()
 			if n > 0 {
 				return n, nil
 			}
 			continue
 		}
-		// The body ended early or broke: resume from r.pos with the same pin.
-		r.body.Close()
-		r.body = nil
-		if err == io.EOF {
+		// The body ended early, broke or stalled: resume from r.pos with the same pin.
+		timedOut := r.timedOut.Load()
+		r.Close()
+		switch {
+		case timedOut:
+			err = fmt.Errorf("no bytes for %v: %w", r.cfg.ReadTimeout, errBodyStalled)
+		case err == io.EOF:
 			err = io.ErrUnexpectedEOF
 		}
 		if rerr := r.waitToResume(err); rerr != nil {
@@ -128,10 +147,10 @@ func (r *pinnedReader) Read(p []byte) (int, error) {
 
 // waitToResume decides whether a broken body is resumed, and waits out the backoff.
 func (r *pinnedReader) waitToResume(cause error) error {
-	if !resumableBodyError(cause) || r.resumes >= bodyResumes {
+	if !resumableBodyError(cause) || r.resumes+1 >= r.cfg.MaxAttempts {
 		return &sourceReadError{offset: r.pos, attempts: r.resumes + 1, err: cause}
 	}
-	wait := min(bodyResumeBackoff<<r.resumes, bodyResumeMaxWait)
+	wait := min(bodyResumeBackoff<<r.resumes, retryMaxBackoff)
 	wait = wait/2 + rand.N(wait/2+1) // jitter, so that a fleet does not retry in step
 	r.resumes++
 	select {
@@ -148,7 +167,7 @@ func resumableBodyError(err error) bool {
 		return false
 	}
 	var ne net.Error
-	return errors.Is(err, io.ErrUnexpectedEOF) || errors.As(err, &ne) || errors.Is(err, net.ErrClosed) ||
+	return errors.Is(err, errBodyStalled) || errors.Is(err, io.ErrUnexpectedEOF) || errors.As(err, &ne) || errors.Is(err, net.ErrClosed) ||
 		isConnReset(err)
 }
 
@@ -156,11 +175,16 @@ func isConnReset(err error) bool {
 	return errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE) || errors.Is(err, syscall.ECONNABORTED)
 }
 
+// errBodyStalled marks a body that sent nothing for Config.ReadTimeout.
+var errBodyStalled = errors.New("s3io: response body stalled")
+
 func (r *pinnedReader) Close() error {
 	if r.body == nil {
 		return nil
 	}
+	r.stall.Stop()
 	err := r.body.Close()
+	r.cancel()
 	r.body = nil
 	return err
 }

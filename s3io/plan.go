@@ -10,6 +10,7 @@ import (
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/aws/aws-sdk-go-v2/service/s3/types"
 )
 
 // packMembers packs a key-sorted listing into descriptors in key order: whole objects,
@@ -46,6 +47,12 @@ func listObjects(ctx context.Context, client *s3.Client, cfg Config) ([]Member, 
 	in := &s3.ListObjectsV2Input{Bucket: aws.String(cfg.Bucket)}
 	if cfg.Prefix != "" {
 		in.Prefix = aws.String(cfg.Prefix)
+	}
+	if cfg.ExpectedBucketOwner != "" {
+		in.ExpectedBucketOwner = aws.String(cfg.ExpectedBucketOwner)
+	}
+	if cfg.RequesterPays {
+		in.RequestPayer = types.RequestPayerRequester
 	}
 	var out []Member
 	pages := s3.NewListObjectsV2Paginator(client, in)
@@ -138,18 +145,13 @@ func (fn *planFn) storedPlain(ctx context.Context, o Member) bool {
 	case mode != CompressionNone:
 		return false
 	}
-	out, err := fn.client.GetObject(ctx, &s3.GetObjectInput{
-		Bucket:  aws.String(fn.Cfg.Bucket),
-		Key:     aws.String(o.Key),
-		IfMatch: aws.String(o.ETag),
-		Range:   aws.String("bytes=0-3"),
-	})
+	src := &pinnedReader{ctx: ctx, client: fn.client, cfg: &fn.Cfg, bucket: fn.Cfg.Bucket, member: o, end: 4}
+	defer src.Close()
+	var head [4]byte
+	n, err := io.ReadFull(src, head[:])
 	if err != nil {
 		return false
 	}
-	defer out.Body.Close()
-	var head [4]byte
-	n, _ := io.ReadFull(out.Body, head[:])
 	return compressionFor(CompressionAuto, o.Key, head[:n]) == CompressionNone
 }
 

@@ -7,6 +7,9 @@ import (
 	"io"
 )
 
+// errFramer marks an object its framer could not cut into records.
+var errFramer = errors.New("s3io: framing failed")
+
 // ErrRecordTooLarge reports a record longer than Config.MaxRecordBytes.
 var ErrRecordTooLarge = errors.New("s3io: record exceeds Config.MaxRecordBytes")
 
@@ -87,10 +90,10 @@ func (r *recordReader) next() (rec []byte, offset int64, err error) {
 		if r.end > r.start || r.eof {
 			adv, tok, ferr := r.framer.Frame(r.buf[r.start:r.end], r.eof)
 			if ferr != nil {
-				return nil, r.offset, ferr
+				return nil, r.offset, fmt.Errorf("%w at byte %d: %w", errFramer, r.offset, ferr)
 			}
 			if adv < 0 || adv > r.end-r.start {
-				return nil, r.offset, fmt.Errorf("s3io: framer advanced %d bytes with %d available", adv, r.end-r.start)
+				return nil, r.offset, fmt.Errorf("%w: it advanced %d bytes with %d available", errFramer, adv, r.end-r.start)
 			}
 			if tok != nil {
 				if len(tok) > r.maxRecord {

@@ -63,7 +63,7 @@ func (f *resumeFixture) run(t *testing.T, rest Restriction, split func(rt *sdf.L
 		if split != nil {
 			split(rt, len(got))
 		}
-	})
+	}, func(fl Failure) { t.Errorf("unexpected failure: %v", fl) })
 	if err != nil {
 		t.Fatalf("process %+v: %v", rest, err)
 	}
@@ -225,7 +225,8 @@ func TestSegmentsPartitionRecords(t *testing.T) {
 			m.Start, m.End = cuts[i], cuts[i+1]
 			seg := SplitDescriptor{ID: "seg", Bucket: "resume", Members: []Member{m}}
 			rt := f.fn.CreateTracker(fullRestriction(seg))
-			err := f.fn.process(context.Background(), rt, seg, func(_ int, _ int64, rec []byte) { got = append(got, string(rec)) })
+			err := f.fn.process(context.Background(), rt, seg, func(_ int, _ int64, rec []byte) { got = append(got, string(rec)) },
+				func(fl Failure) { t.Errorf("unexpected failure: %v", fl) })
 			if err != nil {
 				t.Fatalf("segment [%d,%d): %v", m.Start, m.End, err)
 			}

@@ -2,29 +2,36 @@ package s3io
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"reflect"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/sdf"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/log"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/register"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 )
 
 func init() {
 	register.DoFn3x1[context.Context, []byte, func(SplitDescriptor), error](&planFn{})
-	register.DoFn4x1[context.Context, *sdf.LockRTracker, SplitDescriptor, func([]byte), error](&readFn{})
-	register.DoFn4x1[context.Context, *sdf.LockRTracker, SplitDescriptor, func(Record), error](&readPositionsFn{})
+	register.DoFn5x1[context.Context, *sdf.LockRTracker, SplitDescriptor, func([]byte), func(Failure), error](&readFn{})
+	register.DoFn5x1[context.Context, *sdf.LockRTracker, SplitDescriptor, func(Record), func(Failure), error](&readPositionsFn{})
+	register.Function1x1(failJob)
+	register.Combiner2[failureSummary, Failure](&summarizeFailures{})
 	register.Emitter1[SplitDescriptor]()
 	register.Emitter1[[]byte]()
 	register.Emitter1[Record]()
+	register.Emitter1[Failure]()
 	beam.RegisterType(reflect.TypeOf((*SplitDescriptor)(nil)).Elem())
 	beam.RegisterType(reflect.TypeOf((*Member)(nil)).Elem())
 	beam.RegisterType(reflect.TypeOf((*Restriction)(nil)).Elem())
 	beam.RegisterType(reflect.TypeOf((*Position)(nil)).Elem())
 	beam.RegisterType(reflect.TypeOf((*ResumeHint)(nil)).Elem())
 	beam.RegisterType(reflect.TypeOf((*Record)(nil)).Elem())
+	beam.RegisterType(reflect.TypeOf((*Failure)(nil)).Elem())
+	beam.RegisterType(reflect.TypeOf((*failureSummary)(nil)).Elem())
 }
 
 // Read reads every object under cfg.Prefix in cfg.Bucket and returns a PCollection<[]byte>
@@ -35,24 +42,47 @@ func init() {
 // fails its read rather than mixing versions. Records are emitted at least once: a runner
 // retrying a failed bundle may emit a record again, but never loses one.
 //
+// An object that cannot be read (deleted or overwritten since planning, corrupt, a record
+// over MaxRecordBytes, unreadable within MaxAttempts) is quarantined: the rest is read, then
+// the job fails with an error naming the objects. ReadWithFailures returns them instead.
+// Credential and configuration errors fail the job at once.
+//
 // It panics if cfg does not validate.
 func Read(s beam.Scope, cfg Config) beam.PCollection {
 	s = s.Scope("s3io.Read")
-	return ReadSplits(s, cfg, beam.Reshuffle(s, Plan(s, cfg)))
+	records, failures := ReadWithFailures(s, cfg)
+	failOnFailures(s, failures)
+	return records
+}
+
+// ReadWithFailures is Read without the failure policy: it returns the records and a
+// PCollection<Failure> of the quarantined objects, and the job succeeds, so that the
+// failures can be written to a dead-letter sink of the pipeline's choice.
+func ReadWithFailures(s beam.Scope, cfg Config) (records, failures beam.PCollection) {
+	s = s.Scope("s3io.ReadWithFailures")
+	return ReadSplitsWithFailures(s, cfg, beam.Reshuffle(s, Plan(s, cfg)))
 }
 
 // ReadSplits reads the records of a PCollection<SplitDescriptor>, as produced by Plan, and
 // returns them as a PCollection<[]byte>. Use it to plan once and read later, or to read
 // descriptors that were stored. The descriptors name their bucket: cfg.Bucket and
-// cfg.Prefix are not used here and may be empty.
+// cfg.Prefix are not used here and may be empty. Failures are handled as by Read.
 //
 // Each descriptor is read by a splittable DoFn whose restriction is a range of (member,
-// record) positions, so a runner can checkpoint and split a descriptor between records.
+// record) positions, so a runner can checkpoint a descriptor and split it between records.
 //
 // It panics if cfg does not validate.
 func ReadSplits(s beam.Scope, cfg Config, descriptors beam.PCollection) beam.PCollection {
+	records, failures := ReadSplitsWithFailures(s, cfg, descriptors)
+	failOnFailures(s, failures)
+	return records
+}
+
+// ReadSplitsWithFailures is ReadSplits returning the quarantined objects as a
+// PCollection<Failure> instead of failing the job.
+func ReadSplitsWithFailures(s beam.Scope, cfg Config, descriptors beam.PCollection) (records, failures beam.PCollection) {
 	cfg = readSplitsConfig(cfg)
-	return beam.ParDo(s.Scope("s3io.ReadSplits"), &readFn{reader{Cfg: cfg}}, descriptors)
+	return beam.ParDo2(s.Scope("s3io.ReadSplits"), &readFn{reader{Cfg: cfg}}, descriptors)
 }
 
 // Record is a record with its deterministic identity, as ReadWithPositions emits it: the
@@ -75,7 +105,9 @@ func ReadWithPositions(s beam.Scope, cfg Config) beam.PCollection {
 	s = s.Scope("s3io.ReadWithPositions")
 	descriptors := beam.Reshuffle(s, Plan(s, cfg))
 	cfg = readSplitsConfig(cfg)
-	return beam.ParDo(s.Scope("s3io.ReadSplits"), &readPositionsFn{reader{Cfg: cfg}}, descriptors)
+	records, failures := beam.ParDo2(s.Scope("s3io.ReadSplits"), &readPositionsFn{reader{Cfg: cfg}}, descriptors)
+	failOnFailures(s, failures)
+	return records
 }
 
 func readSplitsConfig(cfg Config) Config {
@@ -148,7 +180,7 @@ func (fn *reader) CreateTracker(r Restriction) *sdf.LockRTracker {
 // member is never opened), and every later record before emitting it. Returning an error
 // fails the bundle; the runner retries it from the restriction, never from a position
 // already handed to a residual.
-func (fn *reader) process(ctx context.Context, rt *sdf.LockRTracker, d SplitDescriptor, sink func(m int, idx int64, rec []byte)) error {
+func (fn *reader) process(ctx context.Context, rt *sdf.LockRTracker, d SplitDescriptor, sink func(m int, idx int64, rec []byte), fail func(Failure)) error {
 	rest := rt.GetRestriction().(Restriction)
 	if err := rest.valid(len(d.Members)); err != nil {
 		return fmt.Errorf("%w (split %s)", err, d.ID)
@@ -167,10 +199,36 @@ func (fn *reader) process(ctx context.Context, rt *sdf.LockRTracker, d SplitDesc
 			metricObjects.Inc(ctx, 1) // once per object, however it is segmented and split
 		}
 		stopped, err := fn.readMember(ctx, rt, d, m, first, hint, sink)
-		if err != nil || stopped {
-			return err
+		if err != nil {
+			if err := fn.quarantine(ctx, d, m, first, err, fail); err != nil {
+				return err
+			}
+			continue // the object's remaining records are given up; the split reads on
+		}
+		if stopped {
+			return nil
 		}
 	}
+}
+
+// quarantine reports a failed member read as a Failure, or returns the error when it must
+// fail the job.
+func (fn *reader) quarantine(ctx context.Context, d SplitDescriptor, m int, first int64, err error, fail func(Failure)) error {
+	fatal, reason := classify(err)
+	if fatal {
+		return err
+	}
+	f := Failure{SplitID: d.ID, Bucket: d.Bucket, Key: d.Members[m].Key, ETag: d.Members[m].ETag, Member: m,
+		RecordsEmitted: first, Reason: reason, Message: err.Error(), Attempts: attemptsOf(err)}
+	var oe *ObjectError
+	if errors.As(err, &oe) {
+		f.RecordsEmitted, f.Message = max(oe.Record, first), oe.Err.Error()
+	}
+	metricFailed.Inc(ctx, 1)
+	metricFailedByReason[reason].Inc(ctx, 1)
+	log.Warnf(ctx, "s3io: quarantined %v", f)
+	fail(f)
+	return nil
 }
 
 // readMember hands sink the records of member m from index first on (which the caller
@@ -180,7 +238,7 @@ func (fn *reader) readMember(ctx context.Context, rt *sdf.LockRTracker, d SplitD
 	member := d.Members[m]
 	segStart, segEnd := member.span()
 	seg := member.isSegment()
-	src := &pinnedReader{ctx: ctx, client: fn.client, bucket: d.Bucket, member: member, verify: fn.Cfg.VerifyChecksums, end: member.Size}
+	src := &pinnedReader{ctx: ctx, client: fn.client, cfg: &fn.Cfg, bucket: d.Bucket, member: member, end: member.Size}
 	if seg {
 		src.firstLimit, src.window = segEnd+segmentSlack, segmentWindow
 	}
@@ -270,15 +328,15 @@ func (fn *reader) readMember(ctx context.Context, rt *sdf.LockRTracker, d SplitD
 // readFn emits each record's bytes.
 type readFn struct{ reader }
 
-func (fn *readFn) ProcessElement(ctx context.Context, rt *sdf.LockRTracker, d SplitDescriptor, emit func([]byte)) error {
-	return fn.process(ctx, rt, d, func(_ int, _ int64, rec []byte) { emit(rec) })
+func (fn *readFn) ProcessElement(ctx context.Context, rt *sdf.LockRTracker, d SplitDescriptor, emit func([]byte), fail func(Failure)) error {
+	return fn.process(ctx, rt, d, func(_ int, _ int64, rec []byte) { emit(rec) }, fail)
 }
 
 // readPositionsFn emits each record with its identity.
 type readPositionsFn struct{ reader }
 
-func (fn *readPositionsFn) ProcessElement(ctx context.Context, rt *sdf.LockRTracker, d SplitDescriptor, emit func(Record)) error {
+func (fn *readPositionsFn) ProcessElement(ctx context.Context, rt *sdf.LockRTracker, d SplitDescriptor, emit func(Record), fail func(Failure)) error {
 	return fn.process(ctx, rt, d, func(m int, idx int64, rec []byte) {
 		emit(Record{SplitID: d.ID, Key: d.Members[m].Key, Member: m, Index: idx, Data: rec})
-	})
+	}, fail)
 }

@@ -1,0 +1,235 @@
+package s3io
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"sort"
+	"strings"
+
+	"github.com/apache/beam/sdks/v2/go/pkg/beam"
+	"github.com/aws/aws-sdk-go-v2/aws/retry"
+	"github.com/aws/smithy-go"
+	smithyhttp "github.com/aws/smithy-go/transport/http"
+)
+
+// The reasons a Failure gives, a closed set. Each also names a counter,
+// objects_failed_<reason>, beside the total objects_failed.
+const (
+	// ReasonDeleted: the object was deleted after planning (404 NoSuchKey).
+	ReasonDeleted = "deleted"
+	// ReasonOverwritten: the object was overwritten after planning; its pinned GET got
+	// 412 PreconditionFailed, so none of the new content was read.
+	ReasonOverwritten = "overwritten"
+	// ReasonCorrupt: the gzip/zstd stream or the framing is broken.
+	ReasonCorrupt = "corrupt"
+	// ReasonRecordTooLarge: a record exceeds Config.MaxRecordBytes.
+	ReasonRecordTooLarge = "record_too_large"
+	// ReasonUnreadable: the object could not be read within Config.MaxAttempts.
+	ReasonUnreadable = "unreadable"
+)
+
+var reasons = []string{ReasonDeleted, ReasonOverwritten, ReasonCorrupt, ReasonRecordTooLarge, ReasonUnreadable}
+
+// Failure reports an object, or a segment of one, that was quarantined: its records from
+// RecordsEmitted on were not emitted, the rest of its split was read on.
+type Failure struct {
+	SplitID string
+	Bucket  string
+	Key     string
+	ETag    string
+	// Member is the object's ordinal in the split.
+	Member int
+	// RecordsEmitted is the index of the first record not emitted: records before it were
+	// emitted (by this reader or, after a split, by another) and stay emitted.
+	RecordsEmitted int64
+	Reason         string
+	Message        string
+	// Attempts is how many attempts the failing read made.
+	Attempts int
+}
+
+// String renders the failure for logs and job errors.
+func (f Failure) String() string {
+	return fmt.Sprintf("s3://%s/%s (ETag %s, split %s member %d, %d records emitted): %s: %s",
+		f.Bucket, f.Key, f.ETag, f.SplitID, f.Member, f.RecordsEmitted, f.Reason, f.Message)
+}
+
+// ObjectError is the failure of reading one member of a split: it names the object, the
+// ETag the read was pinned to, and how far the read got.
+type ObjectError struct {
+	SplitID string
+	Bucket  string
+	Key     string
+	ETag    string
+	// Member is the object's ordinal in the split; Record the index of the record being
+	// read when the failure happened (records before it were emitted).
+	Member int
+	Record int64
+	Err    error
+}
+
+func (e *ObjectError) Error() string {
+	return fmt.Sprintf("s3io: s3://%s/%s (ETag %s, member %d of split %s) at record %d: %v",
+		e.Bucket, e.Key, e.ETag, e.Member, e.SplitID, e.Record, e.Err)
+}
+
+func (e *ObjectError) Unwrap() error { return e.Err }
+
+// fatalHints says what to check for the S3 error codes a configuration mistake produces.
+// These fail the job at once: retrying or reading on cannot help.
+var fatalHints = map[string]string{
+	"AccessDenied":                 "the workers' AWS credentials may not read this bucket, or Config.ExpectedBucketOwner is not its owner; check the IAM policy (s3:ListBucket, s3:GetObject), the bucket policy and Config.Region",
+	"AllAccessDisabled":            "all access to this bucket has been disabled",
+	"InvalidAccessKeyId":           "the workers' AWS access key is unknown to the server; check the credentials they get (AWS_ACCESS_KEY_ID, profile, role)",
+	"SignatureDoesNotMatch":        "the workers' AWS secret key does not match their access key; check the credentials they get (AWS_SECRET_ACCESS_KEY, profile, role)",
+	"InvalidToken":                 "the workers' AWS session token is invalid; check their credentials",
+	"ExpiredToken":                 "the workers' AWS session token has expired; check how they refresh credentials",
+	"NoSuchBucket":                 "the bucket does not exist; check Config.Bucket, Config.Endpoint and Config.Region",
+	"PermanentRedirect":            "the bucket is in another region; set Config.Region to the bucket's region",
+	"AuthorizationHeaderMalformed": "the request was signed for the wrong region; set Config.Region to the bucket's region",
+	"InvalidBucketName":            "the server rejects the bucket name; check Config.Bucket",
+}
+
+// objectHints explains the per-object codes.
+var objectHints = map[string]string{
+	"PreconditionFailed": "the object was overwritten since planning: its ETag no longer matches the planned one",
+	"NoSuchKey":          "the object was deleted since planning",
+}
+
+// describeS3Error wraps an S3 error with the operation and, for well-known codes, with what
+// to check.
+func describeS3Error(err error, op string) error {
+	var api smithy.APIError
+	if errors.As(err, &api) {
+		if h, ok := fatalHints[api.ErrorCode()]; ok {
+			return fmt.Errorf("%s: %w (%s)", op, err, h)
+		}
+		if h, ok := objectHints[api.ErrorCode()]; ok {
+			return fmt.Errorf("%s: %w (%s)", op, err, h)
+		}
+	}
+	if isCredentialError(err) {
+		return fmt.Errorf("%s: %w (the workers found no usable AWS credentials: set AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY, a profile, or a role)", op, err)
+	}
+	return fmt.Errorf("%s: %w", op, err)
+}
+
+func isCredentialError(err error) bool {
+	return strings.Contains(err.Error(), "failed to retrieve credentials") || strings.Contains(err.Error(), "no EC2 IMDS role found")
+}
+
+// classify tells what a failed member read means: fatal (the job must fail now, with
+// err's message) or the reason to quarantine the object for.
+func classify(err error) (fatal bool, reason string) {
+	var api smithy.APIError
+	if errors.As(err, &api) {
+		code := api.ErrorCode()
+		if _, ok := fatalHints[code]; ok {
+			return true, ""
+		}
+		switch code {
+		case "NoSuchKey":
+			return false, ReasonDeleted
+		case "PreconditionFailed":
+			return false, ReasonOverwritten
+		}
+	}
+	var re *smithyhttp.ResponseError
+	if errors.As(err, &re) {
+		switch re.HTTPStatusCode() {
+		case http.StatusForbidden:
+			return true, ""
+		case http.StatusNotFound:
+			return false, ReasonDeleted
+		case http.StatusPreconditionFailed:
+			return false, ReasonOverwritten
+		}
+	}
+	switch {
+	case isCredentialError(err), errors.Is(err, context.Canceled):
+		return true, ""
+	case errors.Is(err, ErrCorrupt), errors.Is(err, ErrTruncatedRecord), errors.Is(err, errFramer):
+		return false, ReasonCorrupt
+	case errors.Is(err, ErrRecordTooLarge):
+		return false, ReasonRecordTooLarge
+	}
+	return false, ReasonUnreadable
+}
+
+// attemptsOf returns how many attempts the failed read made.
+func attemptsOf(err error) int {
+	var src *sourceReadError
+	if errors.As(err, &src) {
+		return src.attempts
+	}
+	var m *retry.MaxAttemptsError
+	if errors.As(err, &m) {
+		return m.Attempt
+	}
+	return 1
+}
+
+var (
+	metricFailed         = beam.NewCounter(MetricsNamespace, "objects_failed")
+	metricFailedByReason = func() map[string]beam.Counter {
+		m := map[string]beam.Counter{}
+		for _, r := range reasons {
+			m[r] = beam.NewCounter(MetricsNamespace, "objects_failed_"+r)
+		}
+		return m
+	}()
+)
+
+// failureSummary keeps the count and the first few failures (by key) of a job.
+type failureSummary struct {
+	Count int
+	First []Failure
+}
+
+// maxListedFailures is how many quarantined objects the job error names.
+const maxListedFailures = 5
+
+// summarizeFailures is the CombineFn behind Read's failure policy.
+type summarizeFailures struct{}
+
+func (c *summarizeFailures) AddInput(a failureSummary, f Failure) failureSummary {
+	return c.MergeAccumulators(a, failureSummary{Count: 1, First: []Failure{f}})
+}
+
+func (*summarizeFailures) MergeAccumulators(a, b failureSummary) failureSummary {
+	first := append(append([]Failure(nil), a.First...), b.First...)
+	sort.Slice(first, func(i, j int) bool { return first[i].Key < first[j].Key })
+	if len(first) > maxListedFailures {
+		first = first[:maxListedFailures]
+	}
+	return failureSummary{Count: a.Count + b.Count, First: first}
+}
+
+// failJob fails the pipeline when anything was quarantined. It runs after the combine, so
+// only once every other object has been read.
+func failJob(s failureSummary) error {
+	if s.Count == 0 {
+		return nil
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "s3io: %d object read(s) failed and were quarantined; every other object was read. ", s.Count)
+	for i, f := range s.First {
+		if i > 0 {
+			b.WriteString("; ")
+		}
+		b.WriteString(f.String())
+	}
+	if s.Count > len(s.First) {
+		fmt.Fprintf(&b, "; and %d more", s.Count-len(s.First))
+	}
+	b.WriteString(". Use s3io.ReadWithFailures to keep the job going and handle these as a dead letter.")
+	return errors.New(b.String())
+}
+
+// failOnFailures makes the job fail, after reading, if failures is not empty.
+func failOnFailures(s beam.Scope, failures beam.PCollection) {
+	s = s.Scope("s3io.FailOnQuarantine")
+	beam.ParDo0(s, failJob, beam.Combine(s, &summarizeFailures{}, failures))
+}
