@@ -31,11 +31,15 @@
 // # Guarantees
 //
 // Records are delivered at least once: a bundle the runner retries may emit records again;
-// none is lost. ReadWithPositions gives each record an identity that does not depend on how
+// none is lost. An object that cannot be read — deleted or overwritten since planning,
+// corrupt, a record over MaxRecordBytes, unreadable within MaxAttempts — is quarantined: its
+// emitted records stay, the rest of the split is read on, and a Failure reports it. Read
+// then fails the job after everything else was read; ReadWithFailures returns the Failures
+// as a dead-letter PCollection instead. Credential and configuration errors fail the job at
+// once. ReadWithPositions gives each record an identity that does not depend on how
 // the work was split. A response body that breaks mid-stream is resumed with a pinned
-// ranged GET from the byte where it broke. An error reading an object fails the bundle with an *ObjectError naming the
-// bucket, key, ETag and record position, and the pipeline fails rather than finishing
-// without the object's records. Credentials are never part of the pipeline: each worker
+// ranged GET from the byte where it broke. Errors carry an *ObjectError naming the bucket,
+// key, ETag and record position. Credentials are never part of the pipeline: each worker
 // resolves them with the AWS SDK's default chain.
 //
 // # Runners

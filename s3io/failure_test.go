@@ -1,0 +1,79 @@
+package s3io
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/aws/smithy-go"
+	smithyhttp "github.com/aws/smithy-go/transport/http"
+)
+
+func apiErr(code string, status int) error {
+	return &smithy.OperationError{ServiceID: "S3", OperationName: "GetObject", Err: &smithyhttp.ResponseError{
+		Response: &smithyhttp.Response{Response: &http.Response{StatusCode: status}},
+		Err:      &smithy.GenericAPIError{Code: code, Message: "m"},
+	}}
+}
+
+func TestClassify(t *testing.T) {
+	for _, tc := range []struct {
+		err    error
+		fatal  bool
+		reason string
+	}{
+		{apiErr("NoSuchKey", 404), false, ReasonDeleted},
+		{apiErr("", 404), false, ReasonDeleted},
+		{apiErr("PreconditionFailed", 412), false, ReasonOverwritten},
+		{apiErr("", 412), false, ReasonOverwritten},
+		{apiErr("AccessDenied", 403), true, ""},
+		{apiErr("", 403), true, ""},
+		{apiErr("InvalidAccessKeyId", 403), true, ""},
+		{apiErr("SignatureDoesNotMatch", 403), true, ""},
+		{apiErr("NoSuchBucket", 404), true, ""},
+		{apiErr("PermanentRedirect", 301), true, ""},
+		{apiErr("SlowDown", 503), false, ReasonUnreadable},
+		{apiErr("InternalError", 500), false, ReasonUnreadable},
+		{&sourceReadError{attempts: 8, err: io.ErrUnexpectedEOF}, false, ReasonUnreadable},
+		{corruptError("gzip", errors.New("invalid header")), false, ReasonCorrupt},
+		{fmt.Errorf("%w: x", ErrTruncatedRecord), false, ReasonCorrupt},
+		{fmt.Errorf("%w at byte 3: %w", errFramer, errors.New("custom framer says no")), false, ReasonCorrupt},
+		{fmt.Errorf("%w: big", ErrRecordTooLarge), false, ReasonRecordTooLarge},
+		{errors.New("failed to retrieve credentials: no provider"), true, ""},
+		{context.Canceled, true, ""},
+	} {
+		wrapped := &ObjectError{Key: "k", Err: tc.err}
+		fatal, reason := classify(wrapped)
+		if fatal != tc.fatal || reason != tc.reason {
+			t.Errorf("classify(%v) = %v, %q; want %v, %q", tc.err, fatal, reason, tc.fatal, tc.reason)
+		}
+	}
+}
+
+func TestFailJobMessage(t *testing.T) {
+	var acc failureSummary
+	c := &summarizeFailures{}
+	for _, k := range []string{"k7", "k3", "k1", "k9", "k5", "k2", "k8"} {
+		acc = c.AddInput(acc, Failure{Bucket: "b", Key: k, Reason: ReasonCorrupt, Message: "bad"})
+	}
+	if err := failJob(failureSummary{}); err != nil {
+		t.Fatalf("failJob with no failures = %v", err)
+	}
+	err := failJob(acc)
+	if err == nil {
+		t.Fatal("failJob with failures = nil")
+	}
+	msg := err.Error()
+	for _, want := range []string{"7 object read(s) failed", "s3://b/k1", "s3://b/k5", "and 2 more", "ReadWithFailures"} {
+		if !strings.Contains(msg, want) {
+			t.Errorf("message lacks %q: %s", want, msg)
+		}
+	}
+	if strings.Contains(msg, "s3://b/k8") || strings.Contains(msg, "s3://b/k9") {
+		t.Errorf("message lists more than the first %d keys: %s", maxListedFailures, msg)
+	}
+}
