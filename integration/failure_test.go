@@ -12,6 +12,7 @@ import (
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/testing/passert"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/testing/ptest"
 
+	"github.com/spate-io/beam-s3/internal/faultproxy"
 	"github.com/spate-io/beam-s3/internal/versitygw"
 	"github.com/spate-io/beam-s3/s3io"
 )
@@ -28,7 +29,7 @@ func failureRow(f s3io.Failure) string {
 // badPrefix seeds bucket with three good objects and one of each kind of bad one, and
 // returns the records the good ones (and the bad ones, before they fail) hold. The proxy
 // overwrites one object and deletes another right before their first GET: after planning.
-func badPrefix(t *testing.T, g *versitygw.Gateway, p *faultProxy, bucket string) (want, failures []string) {
+func badPrefix(t *testing.T, g *versitygw.Gateway, p *faultproxy.Proxy, bucket string) (want, failures []string) {
 	g.CreateBucket(t, bucket)
 	for i, enc := range []func(string) []byte{func(s string) []byte { return []byte(s) }, func(s string) []byte { return gzipBytes(s) }, zstdBytes} {
 		text, recs := ndjson(fmt.Sprintf("%s-good-%d", bucket, i), 300)
@@ -57,15 +58,15 @@ func badPrefix(t *testing.T, g *versitygw.Gateway, p *faultProxy, bucket string)
 
 func TestQuarantine(t *testing.T) {
 	g := versitygw.Start(t)
-	p := newFaultProxy(t, g.URL)
+	p := faultproxy.New(t, g.URL)
 	for _, tc := range []struct {
 		name   string
 		bucket string
 	}{{"ReadWithFailures", "dead-letter"}, {"Read fails the job", "fail-job"}} {
 		t.Run(tc.name, func(t *testing.T) {
 			want, failures := badPrefix(t, g, p, tc.bucket)
-			p.mu.Lock()
-			p.before = func(key string, n int) {
+			p.Reset()
+			p.Before = func(key string, n int) {
 				if n != 1 {
 					return
 				}
@@ -76,8 +77,6 @@ func TestQuarantine(t *testing.T) {
 					g.Delete(t, tc.bucket, key)
 				}
 			}
-			p.n = map[string]int{}
-			p.mu.Unlock()
 			cfg := s3io.Config{Bucket: tc.bucket, Prefix: "b/", Endpoint: p.URL, UsePathStyle: true, MaxRecordBytes: 1000}
 
 			pl, s := beam.NewPipelineWithRoot()
@@ -119,7 +118,7 @@ func TestQuarantine(t *testing.T) {
 // where its body broke, not by a restart.
 func TestTransientFaultsAreRetried(t *testing.T) {
 	g := versitygw.Start(t)
-	p := newFaultProxy(t, g.URL)
+	p := faultproxy.New(t, g.URL)
 	g.CreateBucket(t, "flaky")
 	var want []string
 	sizes := map[string]int64{}
@@ -137,16 +136,16 @@ func TestTransientFaultsAreRetried(t *testing.T) {
 		sizes[key] = int64(len(data))
 		want = append(want, recs...)
 	}
-	p.decide = func(key string, n int) action {
+	p.Decide = func(key string, n int) faultproxy.Action {
 		switch n {
 		case 1:
-			return action{Status: 503, Code: "SlowDown"}
+			return faultproxy.Action{Status: 503, Code: "SlowDown"}
 		case 2:
-			return action{Status: 500, Code: "InternalError"}
+			return faultproxy.Action{Status: 500, Code: "InternalError"}
 		case 3:
-			return action{ResetAfter: sizes[key] / 2}
+			return faultproxy.Action{ResetAfter: sizes[key] / 2}
 		}
-		return action{}
+		return faultproxy.Action{}
 	}
 	cfg := s3io.Config{Bucket: "flaky", Prefix: "f/", Endpoint: p.URL, UsePathStyle: true}
 	pl, s := beam.NewPipelineWithRoot()
@@ -156,7 +155,7 @@ func TestTransientFaultsAreRetried(t *testing.T) {
 		t.Fatalf("pipeline failed: %v", err)
 	}
 	for key, size := range sizes {
-		gets := p.gets(key)
+		gets := p.Gets(key)
 		if len(gets) != 4 {
 			t.Errorf("%s: %d GETs %+v, want 503, 500, a broken body and one resume", key, len(gets), gets)
 			continue
@@ -173,15 +172,15 @@ func TestTransientFaultsAreRetried(t *testing.T) {
 // A body that stalls longer than ReadTimeout is abandoned and resumed.
 func TestStallLongerThanReadTimeout(t *testing.T) {
 	g := versitygw.Start(t)
-	p := newFaultProxy(t, g.URL)
+	p := faultproxy.New(t, g.URL)
 	g.CreateBucket(t, "stall")
 	text, want := ndjson("stall", 2000)
 	g.Put(t, "stall", "s/obj", []byte(text))
-	p.decide = func(key string, n int) action {
+	p.Decide = func(key string, n int) faultproxy.Action {
 		if n == 1 {
-			return action{StallAfter: 4096, Stall: 3 * time.Second}
+			return faultproxy.Action{StallAfter: 4096, Stall: 3 * time.Second}
 		}
-		return action{}
+		return faultproxy.Action{}
 	}
 	cfg := s3io.Config{Bucket: "stall", Prefix: "s/", Endpoint: p.URL, UsePathStyle: true, ReadTimeout: 300 * time.Millisecond}
 	pl, s := beam.NewPipelineWithRoot()
@@ -193,10 +192,10 @@ func TestStallLongerThanReadTimeout(t *testing.T) {
 	// which adds a residual's GET from the last record boundary; the stalled body itself
 	// must be resumed from the byte where it stopped.
 	resumed := false
-	for _, g := range p.gets("s/obj") {
+	for _, g := range p.Gets("s/obj") {
 		resumed = resumed || g.Range == fmt.Sprintf("bytes=4096-%d", len(text)-1)
 	}
-	if gets := p.gets("s/obj"); gets[0].Bytes != 4096 || !resumed {
+	if gets := p.Gets("s/obj"); gets[0].Bytes != 4096 || !resumed {
 		t.Errorf("GETs %+v: want the stalled one and a resume from byte 4096", gets)
 	}
 }

@@ -1,4 +1,8 @@
-package integration
+// Package faultproxy is a fault-injecting reverse proxy for tests, placed between an S3
+// reader and a real S3 server: it answers chosen object GETs with errors, breaks or stalls
+// their bodies, runs hooks before them, logs each with its Range and body bytes, and tracks
+// how many were in flight at once. It keeps the Host header, which SigV4 signs.
+package faultproxy
 
 import (
 	"fmt"
@@ -12,8 +16,8 @@ import (
 	"time"
 )
 
-// action is what the fault proxy does with one object GET.
-type action struct {
+// Action is what the fault proxy does with one object GET.
+type Action struct {
 	Status int    // answer with this HTTP status and S3 error Code instead of forwarding
 	Code   string //
 	// ResetAfter > 0 forwards, then breaks the connection after this many body bytes.
@@ -23,53 +27,79 @@ type action struct {
 	Stall      time.Duration
 }
 
-// getLog is one object GET the proxy saw.
-type getLog struct {
+// Get is one object GET the proxy saw.
+type Get struct {
 	Key, Range string
 	Status     int
 	Bytes      int64
 }
 
-// faultProxy sits between the reader and versitygw. Object GETs go through decide (n is
+// Proxy sits between the reader and versitygw. Object GETs go through decide (n is
 // the 1-based count of GETs of that key) and are logged; everything else is forwarded as is.
 // The Host header is kept, because SigV4 signs it.
-type faultProxy struct {
+type Proxy struct {
 	URL      string
 	upstream *url.URL
-	decide   func(key string, n int) action
-	before   func(key string, n int) // runs before a GET is forwarded
+	// Decide chooses what to do with the n-th GET of key (1-based); nil forwards all.
+	Decide func(key string, n int) Action
+	// Before runs before the n-th GET of key is decided and forwarded.
+	Before func(key string, n int)
 
-	mu  sync.Mutex
-	n   map[string]int
-	log []*getLog
+	mu       sync.Mutex
+	n        map[string]int
+	log      []*Get
+	inFlight int
+	maxIn    int
 }
 
-func newFaultProxy(t *testing.T, upstream string) *faultProxy {
+// MaxInFlight returns the most object GETs that were being served at once.
+func (p *Proxy) MaxInFlight() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.maxIn
+}
+
+// Reset forgets the per-key GET counts, so that Decide and Before see fresh ones.
+func (p *Proxy) Reset() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.n = map[string]int{}
+}
+
+// New starts a proxy to upstream for the test.
+func New(t testing.TB, upstream string) *Proxy {
 	u, err := url.Parse(upstream)
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := &faultProxy{upstream: u, n: map[string]int{}}
+	p := &Proxy{upstream: u, n: map[string]int{}}
 	srv := httptest.NewServer(http.HandlerFunc(p.serve))
 	t.Cleanup(srv.Close)
 	p.URL = srv.URL
 	return p
 }
 
-func (p *faultProxy) serve(w http.ResponseWriter, r *http.Request) {
+func (p *Proxy) serve(w http.ResponseWriter, r *http.Request) {
 	parts := strings.SplitN(strings.TrimPrefix(r.URL.Path, "/"), "/", 2)
 	isObjectGet := r.Method == http.MethodGet && len(parts) == 2 && parts[1] != ""
-	var act action
-	var entry *getLog
+	var act Action
+	var entry *Get
 	if isObjectGet {
 		key, _ := url.PathUnescape(parts[1])
 		p.mu.Lock()
 		p.n[key]++
 		n := p.n[key]
-		entry = &getLog{Key: key, Range: r.Header.Get("Range")}
+		entry = &Get{Key: key, Range: r.Header.Get("Range")}
 		p.log = append(p.log, entry)
-		decide, before := p.decide, p.before
+		p.inFlight++
+		p.maxIn = max(p.maxIn, p.inFlight)
+		decide, before := p.Decide, p.Before
 		p.mu.Unlock()
+		defer func() {
+			p.mu.Lock()
+			p.inFlight--
+			p.mu.Unlock()
+		}()
 		if before != nil {
 			before(key, n)
 		}
@@ -147,11 +177,11 @@ func (p *faultProxy) serve(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// gets returns the logged GETs of key.
-func (p *faultProxy) gets(key string) []getLog {
+// Gets returns the logged GETs of key.
+func (p *Proxy) Gets(key string) []Get {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	var out []getLog
+	var out []Get
 	for _, g := range p.log {
 		if g.Key == key {
 			out = append(out, *g)

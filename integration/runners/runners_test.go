@@ -1,0 +1,230 @@
+// Package runners runs the same s3io pipelines on every runner the project supports here:
+// prism in-process, a prism job server in a separate process, and Apache Flink through
+// Beam's Flink job server, all with LOOPBACK workers against a versitygw S3 server.
+package runners
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/apache/beam/sdks/v2/go/pkg/beam"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/metrics"
+	_ "github.com/apache/beam/sdks/v2/go/pkg/beam/io/filesystem/local"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/io/textio"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/options/jobopts"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/register"
+	_ "github.com/apache/beam/sdks/v2/go/pkg/beam/runners/flink"
+	_ "github.com/apache/beam/sdks/v2/go/pkg/beam/runners/prism"
+	_ "github.com/apache/beam/sdks/v2/go/pkg/beam/runners/universal"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/testing/ptest"
+	"github.com/klauspost/compress/gzip"
+	"github.com/klauspost/compress/zstd"
+
+	"github.com/spate-io/beam-s3/internal/faultproxy"
+	"github.com/spate-io/beam-s3/internal/versitygw"
+	"github.com/spate-io/beam-s3/s3io"
+)
+
+// TestMain parses Beam's flags and lets this binary serve as a LOOPBACK worker.
+func TestMain(m *testing.M) { ptest.Main(m) }
+
+func init() {
+	register.Function1x1(recordString)
+}
+
+func recordString(b []byte) string { return string(b) }
+
+// target is one runner and how to submit to it.
+type target struct {
+	name   string
+	runner string                     // the Beam runner name
+	start  func(t *testing.T) string  // starts the job server; returns its endpoint
+	check  func(t *testing.T, r *run) // runner-specific assertions
+}
+
+type run struct {
+	proxy    *faultproxy.Proxy
+	counters map[string]int64
+}
+
+var targets = []target{
+	{name: "prism in-process", runner: "prism"},
+	{name: "prism job server", runner: "universal", start: startPrismJobServer},
+	{
+		name: "flink", runner: "flink", start: startFlinkJobServer,
+		// Flink never splits a splittable DoFn dynamically: descriptors and initial
+		// splits are its parallelism. With parallelism 2, two tasks read at once.
+		check: func(t *testing.T, r *run) {
+			if n := r.proxy.MaxInFlight(); n < 2 {
+				t.Errorf("at most %d object GET(s) in flight: Flink did not read descriptors in parallel tasks", n)
+			}
+		},
+	},
+}
+
+// submit runs p on tg, with LOOPBACK workers in this process, and returns its result.
+func submit(t *testing.T, tg target, endpoint string, p *beam.Pipeline) (beam.PipelineResult, error) {
+	t.Helper()
+	if endpoint != "" {
+		oldEndpoint, oldEnv := *jobopts.Endpoint, *jobopts.EnvironmentType
+		*jobopts.Endpoint, *jobopts.EnvironmentType = endpoint, "LOOPBACK"
+		defer func() { *jobopts.Endpoint, *jobopts.EnvironmentType = oldEndpoint, oldEnv }()
+	}
+	if tg.runner == "flink" {
+		old := *jobopts.Parallelism
+		*jobopts.Parallelism = 2
+		defer func() { *jobopts.Parallelism = old }()
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	return beam.Run(ctx, tg.runner, p)
+}
+
+// seedMixedPrefix stores plain, gzip and zstd objects, many small ones and one large
+// uncompressed one that the planner segments, and returns every record.
+func seedMixedPrefix(t *testing.T, g *versitygw.Gateway, bucket string) []string {
+	g.CreateBucket(t, bucket)
+	var want []string
+	for i := 0; i < 24; i++ {
+		var b strings.Builder
+		for j := 0; j < 500+i*10; j++ {
+			r := fmt.Sprintf(`{"obj":%d,"i":%d,"kind":"%s"}`, i, j, []string{"plain", "gzip", "zstd"}[i%3])
+			b.WriteString(r + "\n")
+			want = append(want, r)
+		}
+		data, key := []byte(b.String()), fmt.Sprintf("in/obj-%02d.ndjson", i)
+		switch i % 3 {
+		case 1:
+			var buf bytes.Buffer
+			zw := gzip.NewWriter(&buf)
+			zw.Write(data)
+			zw.Close()
+			data, key = buf.Bytes(), key+".gz"
+		case 2:
+			zw, _ := zstd.NewWriter(nil)
+			data, key = zw.EncodeAll(data, nil), key+".zst"
+		}
+		g.Put(t, bucket, key, data)
+	}
+	var big strings.Builder
+	for j := 0; big.Len() < 600<<10; j++ {
+		r := fmt.Sprintf(`{"big":%d,"pad":"%s"}`, j, strings.Repeat("b", j%120))
+		big.WriteString(r + "\n")
+		want = append(want, r)
+	}
+	g.Put(t, bucket, "in/zz-large.ndjson", []byte(big.String()))
+	return want
+}
+
+func counters(pr beam.PipelineResult) map[string]int64 {
+	out := map[string]int64{}
+	if pr == nil {
+		return out
+	}
+	for _, c := range pr.Metrics().Query(func(r metrics.SingleResult) bool { return r.Namespace() == s3io.MetricsNamespace }).Counters() {
+		out[c.Name()] += c.Result()
+	}
+	return out
+}
+
+func readLines(t *testing.T, pattern string) []string {
+	files, err := filepath.Glob(pattern)
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no output matches %s (%v)", pattern, err)
+	}
+	var lines []string
+	for _, f := range files {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if s := strings.TrimSuffix(string(data), "\n"); s != "" {
+			lines = append(lines, strings.Split(s, "\n")...)
+		}
+	}
+	return lines
+}
+
+func TestRunners(t *testing.T) {
+	for _, tg := range targets {
+		t.Run(tg.name, func(t *testing.T) {
+			g := versitygw.Start(t)
+			proxy := faultproxy.New(t, g.URL)
+			endpoint := ""
+			if tg.start != nil {
+				endpoint = tg.start(t)
+			}
+
+			t.Run("mixed prefix", func(t *testing.T) {
+				want := seedMixedPrefix(t, g, "mixed")
+				// Each object's first GET pauses: reads that overlap show parallel tasks.
+				proxy.Decide = func(key string, n int) faultproxy.Action {
+					if n == 1 {
+						return faultproxy.Action{StallAfter: 1, Stall: 200 * time.Millisecond}
+					}
+					return faultproxy.Action{}
+				}
+				out := filepath.Join(t.TempDir(), "records.txt")
+				p, s := beam.NewPipelineWithRoot()
+				cfg := s3io.Config{Bucket: "mixed", Prefix: "in/", Endpoint: proxy.URL, UsePathStyle: true,
+					SplitTargetBytes: 64 << 10, InitialSplitBytes: 32 << 10}
+				textio.Write(s, out, beam.ParDo(s, recordString, s3io.Read(s, cfg)))
+				pr, err := submit(t, tg, endpoint, p)
+				if err != nil {
+					t.Fatalf("%s: pipeline failed: %v", tg.name, err)
+				}
+				got := readLines(t, out+"*")
+				slices.Sort(got)
+				slices.Sort(want)
+				c := counters(pr)
+				t.Logf("%s: job %q done; compared %d records written by textio with %d seeded; counters %v; max GETs in flight %d",
+					tg.name, pr.JobID(), len(got), len(want), c, proxy.MaxInFlight())
+				if !slices.Equal(got, want) {
+					t.Fatalf("%s: the output is not the seeded multiset: %d records, want %d", tg.name, len(got), len(want))
+				}
+				if c["segments_planned"] < 2 {
+					t.Errorf("segments_planned = %d: the large object was not segmented", c["segments_planned"])
+				}
+				if tg.check != nil {
+					tg.check(t, &run{proxy: proxy, counters: c})
+				}
+			})
+
+			t.Run("deleted object fails the job", func(t *testing.T) {
+				g.CreateBucket(t, "quarantine")
+				for i := 0; i < 4; i++ {
+					g.Put(t, "quarantine", fmt.Sprintf("q/%d.txt", i), []byte(fmt.Sprintf("line %d\n", i)))
+				}
+				proxy.Reset()
+				proxy.Decide = nil
+				proxy.Before = func(key string, n int) {
+					if key == "q/2.txt" && n == 1 {
+						g.Delete(t, "quarantine", key) // after planning, before its read
+					}
+				}
+				defer func() { proxy.Before = nil }()
+				p, s := beam.NewPipelineWithRoot()
+				s3io.Read(s, s3io.Config{Bucket: "quarantine", Prefix: "q/", Endpoint: proxy.URL, UsePathStyle: true})
+				pr, err := submit(t, tg, endpoint, p)
+				if err == nil {
+					t.Fatalf("%s: the job succeeded although q/2.txt was deleted after planning", tg.name)
+				}
+				jobID := ""
+				if pr != nil {
+					jobID = pr.JobID()
+				}
+				if !strings.Contains(err.Error(), "q/2.txt") {
+					t.Errorf("%s: the job error does not name the deleted object q/2.txt: %v", tg.name, err)
+				}
+				t.Logf("%s: job %q failed as it must: %.400q", tg.name, jobID, err)
+			})
+		})
+	}
+}
