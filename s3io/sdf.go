@@ -238,7 +238,10 @@ func (fn *reader) readMember(ctx context.Context, rt *sdf.LockRTracker, d SplitD
 	member := d.Members[m]
 	segStart, segEnd := member.span()
 	seg := member.isSegment()
-	src := &pinnedReader{ctx: ctx, client: fn.client, cfg: &fn.Cfg, bucket: d.Bucket, member: member, end: member.Size}
+	// Stopping early must not wait on a network read: cancelling readCtx ends it.
+	readCtx, cancelRead := context.WithCancel(ctx)
+	defer cancelRead()
+	src := &pinnedReader{ctx: readCtx, client: fn.client, cfg: &fn.Cfg, bucket: d.Bucket, member: member, end: member.Size}
 	if seg {
 		src.firstLimit, src.window = segEnd+segmentSlack, segmentWindow
 	}
@@ -246,6 +249,8 @@ func (fn *reader) readMember(ctx context.Context, rt *sdf.LockRTracker, d SplitD
 	var rr *recordReader
 	var base int64
 	defer func() {
+		// The framing goroutine, which owns src and rr, has stopped by now: its stop is
+		// deferred after this function.
 		src.Close()
 		metricGets.Inc(ctx, int64(src.gets))
 		metricBodyResumes.Inc(ctx, int64(src.resumes))
@@ -297,31 +302,38 @@ func (fn *reader) readMember(ctx context.Context, rt *sdf.LockRTracker, d SplitD
 		}
 	}
 
+	// Reading, decompressing and framing run on their own goroutine, a batch ahead of the
+	// claims and emits made here: Beam's per-element cost and decompression then use two
+	// cores instead of taking turns on one.
+	batches := startFraming(rr, src, seg, segEnd, cancelRead)
+	defer batches.stop()
 	// One claim value for the whole object: a claim boxed per record would allocate.
 	claim := &readerClaim{Position: Position{Member: m}, seekable: seekable}
-	for ; ; idx++ {
-		rec, off, err := rr.next()
-		if err == io.EOF {
-			return false, nil
-		}
-		if err != nil {
-			return false, err
-		}
-		if seg && off >= segEnd {
-			return false, nil // the rest belongs to the next segment
-		}
-		if idx < first {
-			skipped++
-			continue
-		}
-		if idx > first {
-			claim.Record, claim.end, claim.raw = idx, rr.offset, src.raw
-			if !rt.TryClaim(claim) {
-				return true, nil
+	for {
+		b := batches.next()
+		for i, rec := range b.recs {
+			if idx < first {
+				skipped++
+				idx++
+				continue
 			}
+			if idx > first {
+				claim.Record, claim.end, claim.raw = idx, b.ends[i], b.raw
+				if !rt.TryClaim(claim) {
+					return true, nil
+				}
+			}
+			sink(m, idx, rec)
+			emitted++
+			idx++
 		}
-		sink(m, idx, rec)
-		emitted++
+		switch {
+		case b.err == io.EOF:
+			return false, nil
+		case b.err != nil:
+			return false, b.err
+		}
+		batches.recycle(b) // the framing goroutine may refill it from here on
 	}
 }
 
