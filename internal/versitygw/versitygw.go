@@ -1,10 +1,13 @@
-// Package versitygw runs a versitygw S3 server process for tests: a real S3 implementation
-// (If-Match, Range, ListObjectsV2 paging) on a loopback port over a temporary directory.
+// Package versitygw runs a versitygw S3 server process: a real S3 implementation (If-Match,
+// Range, ListObjectsV2 paging) on a loopback port over a POSIX directory. Tests start one per
+// test with Start; programs such as cmd/s3io-bench, which have no *testing.T and may keep the
+// directory between runs, use Launch.
 package versitygw
 
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"net/http"
@@ -12,6 +15,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"sync"
 	"testing"
 	"time"
 
@@ -23,21 +27,44 @@ import (
 // Version is the versitygw release the tests run against; .ci/run installs it.
 const Version = "v1.8.0"
 
+// The root credentials every launched gateway accepts. They are fixed, test-only values: the
+// gateway listens on loopback only and serves data the caller created.
 const (
-	gwAccessKey = "s3io-test-access"
-	gwSecretKey = "s3io-test-secret-key"
+	AccessKey = "s3io-test-access"
+	SecretKey = "s3io-test-secret-key"
 )
 
-// Gateway is a versitygw process serving a fresh POSIX directory on a loopback port.
+// HealthTimeout bounds how long Launch waits for a new gateway to answer its health check.
+const HealthTimeout = 15 * time.Second
+
+// Gateway is a versitygw process serving a fresh POSIX directory on a loopback port, started
+// for one test.
 type Gateway struct {
 	URL    string
 	Dir    string
 	Client *s3.Client
 }
 
-// versityGWBinary finds the server: $VERSITYGW, then PATH, then the repository's .cache/bin
-// where .ci/run installs it.
-func versityGWBinary() (string, error) {
+// Process is a running versitygw process. Close stops it; the directory is left as it is,
+// so a caller can serve the same data again from a later process.
+type Process struct {
+	// URL is the path-style endpoint, http://127.0.0.1:PORT.
+	URL string
+	// Port is the loopback port the gateway listens on.
+	Port int
+	// Dir is the POSIX directory the gateway serves: one subdirectory per bucket.
+	Dir string
+
+	cmd  *exec.Cmd
+	logs *lockedBuffer
+	done chan struct{} // closed when the process has exited
+	err  error         // the process's exit status, valid once done is closed
+	once sync.Once
+}
+
+// FindBinary finds the server: $VERSITYGW, then PATH, then the repository's .cache/bin where
+// .ci/run installs it. The error says how to install it.
+func FindBinary() (string, error) {
 	if p := os.Getenv("VERSITYGW"); p != "" {
 		return p, nil
 	}
@@ -47,82 +74,165 @@ func versityGWBinary() (string, error) {
 	_, file, _, _ := runtime.Caller(0)
 	p := filepath.Join(filepath.Dir(file), "..", "..", ".cache", "bin", "versitygw")
 	if _, err := os.Stat(p); err != nil {
-		return "", err
+		return "", fmt.Errorf("versitygw not found in $VERSITYGW, PATH or %s (%v); install it with: GOBIN=$PWD/.cache/bin go install github.com/versity/versitygw/cmd/versitygw@%s", p, err, Version)
 	}
 	return p, nil
 }
 
-// Start starts versitygw for the test and points the worker-side AWS credential chain
-// at it. Without the binary the test is skipped locally and fails under CI, where .ci/run
-// must have installed it.
-func Start(t testing.TB) *Gateway {
-	t.Helper()
-	bin, err := versityGWBinary()
-	if err != nil {
-		msg := fmt.Sprintf("versitygw not found (%v); install it with: GOBIN=$PWD/.cache/bin go install github.com/versity/versitygw/cmd/versitygw@%s", err, Version)
-		if os.Getenv("CI") != "" {
-			t.Fatal(msg)
+// Launch starts bin serving dir on 127.0.0.1:port (a free port when port is 0) with the root
+// credentials AccessKey and SecretKey, and waits until its health endpoint answers.
+// extraArgs are global versitygw flags, such as "--virtual-domain", "s3.local"; they go
+// before the posix backend argument. The process is killed if the caller dies (on Linux), so
+// an interrupted benchmark does not leave a server behind.
+func Launch(bin, dir string, port int, extraArgs ...string) (*Process, error) {
+	if port == 0 {
+		p, err := FreePort()
+		if err != nil {
+			return nil, err
 		}
-		t.Skip(msg)
+		port = p
 	}
-	dir := t.TempDir()
-	port := freePort(t)
-	cmd := exec.Command(bin, "--port", fmt.Sprintf("127.0.0.1:%d", port), "--health", "/health", "posix", dir)
-	cmd.Env = append(os.Environ(), "ROOT_ACCESS_KEY="+gwAccessKey, "ROOT_SECRET_KEY="+gwSecretKey)
-	var logs bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &logs, &logs
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("versitygw directory: %w", err)
+	}
+	args := append([]string{"--port", fmt.Sprintf("127.0.0.1:%d", port), "--health", "/health"}, extraArgs...)
+	args = append(args, "posix", dir)
+	cmd := exec.Command(bin, args...)
+	cmd.Env = append(os.Environ(), "ROOT_ACCESS_KEY="+AccessKey, "ROOT_SECRET_KEY="+SecretKey)
+	setParentDeathSignal(cmd)
+	logs := &lockedBuffer{}
+	cmd.Stdout, cmd.Stderr = logs, logs
 	if err := cmd.Start(); err != nil {
-		t.Fatalf("start versitygw: %v", err)
+		return nil, fmt.Errorf("start %s: %w", bin, err)
 	}
-	t.Cleanup(func() {
-		cmd.Process.Kill()
-		cmd.Wait()
-		if t.Failed() {
-			t.Logf("versitygw output:\n%s", logs.String())
-		}
-	})
-	url := fmt.Sprintf("http://127.0.0.1:%d", port)
-	deadline := time.Now().Add(15 * time.Second)
+	p := &Process{URL: fmt.Sprintf("http://127.0.0.1:%d", port), Port: port, Dir: dir, cmd: cmd, logs: logs, done: make(chan struct{})}
+	go func() {
+		p.err = cmd.Wait()
+		close(p.done)
+	}()
+	if err := p.waitHealthy(HealthTimeout); err != nil {
+		p.Close()
+		return nil, err
+	}
+	return p, nil
+}
+
+// waitHealthy polls the health endpoint until it answers 200, the process exits, or timeout
+// passes; versitygw needs a moment to open its backend and bind the port.
+func (p *Process) waitHealthy(timeout time.Duration) error {
+	client := &http.Client{Timeout: time.Second}
+	deadline := time.Now().Add(timeout)
+	var last error
 	for {
-		resp, err := http.Get(url + "/health")
+		resp, err := client.Get(p.URL + "/health")
 		if err == nil {
 			resp.Body.Close()
 			if resp.StatusCode == http.StatusOK {
-				break
+				return nil
 			}
+			err = fmt.Errorf("health check answered %s", resp.Status)
+		}
+		last = err
+		select {
+		case <-p.done:
+			return fmt.Errorf("versitygw on %s exited before it was healthy (%v):\n%s", p.URL, p.err, p.Logs())
+		case <-time.After(20 * time.Millisecond):
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("versitygw on %s not healthy after 15s (last error %v):\n%s", url, err, logs.String())
+			return fmt.Errorf("versitygw on %s not healthy after %v (last error %v):\n%s", p.URL, timeout, last, p.Logs())
 		}
-		time.Sleep(20 * time.Millisecond)
 	}
+}
 
-	t.Setenv("AWS_ACCESS_KEY_ID", gwAccessKey)
-	t.Setenv("AWS_SECRET_ACCESS_KEY", gwSecretKey)
+// Pid is the server's process ID, for callers that account for its CPU time.
+func (p *Process) Pid() int { return p.cmd.Process.Pid }
+
+// Logs returns what the server has written to stdout and stderr so far.
+func (p *Process) Logs() string { return p.logs.String() }
+
+// Exited is closed when the server process has exited, whether by Close or on its own.
+func (p *Process) Exited() <-chan struct{} { return p.done }
+
+// Close kills the server and waits for it to exit. It is safe to call more than once.
+func (p *Process) Close() error {
+	p.once.Do(func() {
+		if err := p.cmd.Process.Kill(); err != nil && !errors.Is(err, os.ErrProcessDone) {
+			return
+		}
+		<-p.done
+	})
+	return nil
+}
+
+// Client returns a path-style S3 client for the server with the root credentials.
+func (p *Process) Client() *s3.Client {
+	return s3.New(s3.Options{
+		Region:       "us-east-1",
+		BaseEndpoint: aws.String(p.URL),
+		UsePathStyle: true,
+		Credentials:  credentials.NewStaticCredentialsProvider(AccessKey, SecretKey, ""),
+	})
+}
+
+// lockedBuffer collects the server's output, written by the exec package's copying
+// goroutines while Logs may read it.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// Start starts versitygw for the test over a fresh temporary directory and points the
+// worker-side AWS credential chain at it. Without the binary the test is skipped locally and
+// fails under CI, where .ci/run must have installed it.
+func Start(t testing.TB) *Gateway {
+	t.Helper()
+	bin, err := FindBinary()
+	if err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatal(err)
+		}
+		t.Skip(err)
+	}
+	p, err := Launch(bin, t.TempDir(), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		p.Close()
+		if t.Failed() {
+			t.Logf("versitygw output:\n%s", p.Logs())
+		}
+	})
+
+	t.Setenv("AWS_ACCESS_KEY_ID", AccessKey)
+	t.Setenv("AWS_SECRET_ACCESS_KEY", SecretKey)
 	t.Setenv("AWS_REGION", "us-east-1")
 	t.Setenv("AWS_CONFIG_FILE", os.DevNull)
 	t.Setenv("AWS_SHARED_CREDENTIALS_FILE", os.DevNull)
 	t.Setenv("AWS_EC2_METADATA_DISABLED", "true")
-	return &Gateway{
-		URL: url,
-		Dir: dir,
-		Client: s3.New(s3.Options{
-			Region:       "us-east-1",
-			BaseEndpoint: aws.String(url),
-			UsePathStyle: true,
-			Credentials:  credentials.NewStaticCredentialsProvider(gwAccessKey, gwSecretKey, ""),
-		}),
-	}
+	return &Gateway{URL: p.URL, Dir: p.Dir, Client: p.Client()}
 }
 
-func freePort(t testing.TB) int {
-	t.Helper()
+// FreePort returns a loopback TCP port that was free a moment ago.
+func FreePort() (int, error) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
-		t.Fatal(err)
+		return 0, fmt.Errorf("find a free loopback port: %w", err)
 	}
 	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
+	return l.Addr().(*net.TCPAddr).Port, nil
 }
 
 // CreateBucket creates bucket.
