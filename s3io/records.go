@@ -158,16 +158,17 @@ func (r *recordReader) fill() error {
 const (
 	batchRecords = 512
 	batchBytes   = 256 << 10
-	batchesAhead = 2
+	batchesAhead = 8
 )
 
 // recordBatch carries framed records from the framing goroutine to the one that claims and
 // emits them. Its slices are reused; the records' bytes never are.
 type recordBatch struct {
-	recs [][]byte
-	ends []int64 // stream offset just past each record
-	raw  int64   // stored bytes received when the batch was cut
-	err  error   // set on the last batch: io.EOF at the end, or why framing stopped
+	seekable bool // the member is read uncompressed
+	recs     [][]byte
+	ends     []int64 // stream offset just past each record
+	raw      int64   // stored bytes received when the batch was cut
+	err      error   // set on the last batch: io.EOF at the end, or why framing stopped
 }
 
 // framing is the goroutine that reads, decompresses and frames one object.
@@ -179,9 +180,10 @@ type framing struct {
 	wg     sync.WaitGroup
 }
 
-// startFraming frames rr, which reads src, on a new goroutine. For a segment, framing ends
-// at the first record that starts at or after segEnd. cancel must abort src's requests.
-func startFraming(rr *recordReader, src *pinnedReader, seg bool, segEnd int64, cancel func()) *framing {
+// startFraming runs setup, which opens the object and returns its record reader, then
+// frames it, on a new goroutine. For a segment, framing ends at the first record that
+// starts at or after segEnd. cancel must abort src's requests.
+func startFraming(setup func() (rr *recordReader, seekable bool, err error), src *pinnedReader, seg bool, segEnd int64, cancel func()) *framing {
 	f := &framing{
 		cancel: cancel,
 		out:    make(chan *recordBatch, batchesAhead),
@@ -191,6 +193,14 @@ func startFraming(rr *recordReader, src *pinnedReader, seg bool, segEnd int64, c
 	f.wg.Add(1)
 	go func() {
 		defer f.wg.Done()
+		rr, seekable, err := setup()
+		if err != nil {
+			select {
+			case f.out <- &recordBatch{err: err}:
+			case <-f.done:
+			}
+			return
+		}
 		for {
 			var b *recordBatch
 			select {
@@ -199,6 +209,7 @@ func startFraming(rr *recordReader, src *pinnedReader, seg bool, segEnd int64, c
 			default:
 				b = &recordBatch{recs: make([][]byte, 0, batchRecords), ends: make([]int64, 0, batchRecords)}
 			}
+			b.seekable = seekable
 			for size := 0; len(b.recs) < batchRecords && size < batchBytes; {
 				rec, off, err := rr.next()
 				if err == nil && seg && off >= segEnd {

@@ -135,7 +135,8 @@ type reader struct {
 
 	client    *s3.Client
 	newFramer func() RecordFramer
-	dec       decompressors
+	// dec holds the decoders of the member being read and of the one read ahead.
+	dec [2]decompressors
 }
 
 func (fn *reader) Setup(ctx context.Context) error {
@@ -149,7 +150,11 @@ func (fn *reader) Setup(ctx context.Context) error {
 	return err
 }
 
-func (fn *reader) Teardown() { fn.dec.close() }
+func (fn *reader) Teardown() {
+	for i := range fn.dec {
+		fn.dec[i].close()
+	}
+}
 
 // CreateInitialRestriction covers every record of every member.
 func (fn *reader) CreateInitialRestriction(d SplitDescriptor) Restriction {
@@ -186,6 +191,12 @@ func (fn *reader) process(ctx context.Context, rt *sdf.LockRTracker, d SplitDesc
 		return fmt.Errorf("%w (split %s)", err, d.ID)
 	}
 	metricRestrictions.Inc(ctx, 1)
+	var ahead *memberRead // the next member, started before it is claimed
+	defer func() {
+		if ahead != nil {
+			ahead.finish(ctx) // split off or never reached: its work is dropped
+		}
+	}()
 	for m := rest.Start.Member; ; m++ {
 		first, hint := int64(0), ResumeHint{}
 		if m == rest.Start.Member {
@@ -198,7 +209,15 @@ func (fn *reader) process(ctx context.Context, rt *sdf.LockRTracker, d SplitDesc
 		if start, _ := d.Members[m].span(); first == 0 && start == 0 {
 			metricObjects.Inc(ctx, 1) // once per object, however it is segmented and split
 		}
-		stopped, err := fn.readMember(ctx, rt, d, m, first, hint, sink)
+		mr := ahead
+		ahead = nil
+		if mr == nil {
+			mr = fn.startMember(ctx, d, m, first, hint, &fn.dec[m%2])
+		}
+		if next := m + 1; next < len(d.Members) && (Position{Member: next}).Less(rt.GetRestriction().(Restriction).End) {
+			ahead = fn.startMember(ctx, d, next, 0, ResumeHint{}, &fn.dec[next%2])
+		}
+		stopped, err := fn.readMember(ctx, rt, d, mr, first, sink)
 		if err != nil {
 			if err := fn.quarantine(ctx, d, m, first, err, fail); err != nil {
 				return err
@@ -231,86 +250,106 @@ func (fn *reader) quarantine(ctx context.Context, d SplitDescriptor, m int, firs
 	return nil
 }
 
-// readMember hands sink the records of member m from index first on (which the caller
-// claimed), claiming each later one. It starts reading at hint when it has one. It reports
-// whether a claim failed.
-func (fn *reader) readMember(ctx context.Context, rt *sdf.LockRTracker, d SplitDescriptor, m int, first int64, hint ResumeHint, sink func(int, int64, []byte)) (stopped bool, err error) {
+// memberRead is one member being read. Its GET, decoding and framing run on a goroutine of
+// their own, started before the member's records are claimed: the next member is started
+// while the current one is still being emitted, so that its request latency and its
+// decompression overlap Beam's per-record work instead of following it.
+type memberRead struct {
+	m      int
+	src    *pinnedReader
+	frames *framing
+	idx0   int64 // index of the first record the stream yields
+	rr     *recordReader
+	base   int64 // stream offset where rr began
+}
+
+// startMember starts reading member m of d from record first (resuming at hint when it has
+// one), decoding with dec.
+func (fn *reader) startMember(ctx context.Context, d SplitDescriptor, m int, first int64, hint ResumeHint, dec *decompressors) *memberRead {
 	member := d.Members[m]
 	segStart, segEnd := member.span()
 	seg := member.isSegment()
 	// Stopping early must not wait on a network read: cancelling readCtx ends it.
 	readCtx, cancelRead := context.WithCancel(ctx)
-	defer cancelRead()
 	src := &pinnedReader{ctx: readCtx, client: fn.client, cfg: &fn.Cfg, bucket: d.Bucket, member: member, end: member.Size}
 	if seg {
 		src.firstLimit, src.window = segEnd+segmentSlack, segmentWindow
 	}
-	idx, emitted, skipped := int64(0), int64(0), int64(0)
-	var rr *recordReader
-	var base int64
-	defer func() {
-		// The framing goroutine, which owns src and rr, has stopped by now: its stop is
-		// deferred after this function.
-		src.Close()
-		metricGets.Inc(ctx, int64(src.gets))
-		metricBodyResumes.Inc(ctx, int64(src.resumes))
-		metricRawBytes.Inc(ctx, src.raw)
-		metricRecords.Inc(ctx, emitted)
-		metricSkipped.Inc(ctx, skipped)
-		if rr != nil {
-			metricBytes.Inc(ctx, rr.offset-base)
-		}
-		if err != nil {
-			err = &ObjectError{SplitID: d.ID, Bucket: d.Bucket, Key: member.Key, ETag: member.ETag, Member: m, Record: idx, Err: err}
-		}
-	}()
-
-	seekable := true
-	switch {
-	case hint.known() && hint.Seekable:
-		// Uncompressed and resuming at a known record boundary: ranged GET from there.
+	mr := &memberRead{m: m, src: src}
+	if hint.known() {
 		metricResumed.Inc(ctx, 1)
-		src.pos, base, idx = hint.Offset, hint.Offset, hint.Record
-		rr = newRecordReader(src, fn.newFramer(), fn.Cfg.MaxRecordBytes, base)
-	case seg:
-		// Planned uncompressed. Read from the byte before the segment: if it ends a line,
-		// the first record starts at segStart; otherwise the record in progress belongs to
-		// the previous segment.
-		if segStart > 0 {
-			src.pos, base = segStart-1, segStart-1
-		}
-		rr = newRecordReader(src, fn.newFramer(), fn.Cfg.MaxRecordBytes, base)
-		if segStart > 0 {
-			if err := rr.skipPastNewline(); err != nil {
-				return false, err
+		mr.idx0 = hint.Record
+	}
+	// setup runs on the framing goroutine: it may block on the network.
+	setup := func() (*recordReader, bool, error) {
+		switch {
+		case hint.known() && hint.Seekable:
+			// Uncompressed and resuming at a known record boundary: ranged GET from there.
+			src.pos, mr.base = hint.Offset, hint.Offset
+			mr.rr = newRecordReader(src, fn.newFramer(), fn.Cfg.MaxRecordBytes, mr.base)
+			return mr.rr, true, nil
+		case seg:
+			// Planned uncompressed. Read from the byte before the segment: if it ends a
+			// line, the first record starts at segStart; otherwise the record in progress
+			// belongs to the previous segment.
+			if segStart > 0 {
+				src.pos, mr.base = segStart-1, segStart-1
 			}
+			mr.rr = newRecordReader(src, fn.newFramer(), fn.Cfg.MaxRecordBytes, mr.base)
+			if segStart > 0 {
+				if err := mr.rr.skipPastNewline(); err != nil {
+					return nil, true, err
+				}
+			}
+			return mr.rr, true, nil
 		}
-	default:
-		stream, comp, err := fn.dec.open(fn.Cfg.Compression, member.Key, src)
+		stream, comp, err := dec.open(fn.Cfg.Compression, member.Key, src)
 		if err != nil {
-			return false, err
+			return nil, false, err
 		}
-		seekable = comp == CompressionNone
-		rr = newRecordReader(stream, fn.newFramer(), fn.Cfg.MaxRecordBytes, 0)
+		mr.rr = newRecordReader(stream, fn.newFramer(), fn.Cfg.MaxRecordBytes, 0)
 		if hint.known() {
 			// Compressed: decompress up to the resume point, but frame nothing before it.
-			metricResumed.Inc(ctx, 1)
-			if err := rr.discard(hint.Offset); err != nil {
-				return false, err
+			if err := mr.rr.discard(hint.Offset); err != nil {
+				return nil, false, err
 			}
-			idx = hint.Record
 		}
+		return mr.rr, comp == CompressionNone, nil
 	}
+	mr.frames = startFraming(setup, src, seg, segEnd, cancelRead)
+	return mr
+}
 
-	// Reading, decompressing and framing run on their own goroutine, a batch ahead of the
-	// claims and emits made here: Beam's per-element cost and decompression then use two
-	// cores instead of taking turns on one.
-	batches := startFraming(rr, src, seg, segEnd, cancelRead)
-	defer batches.stop()
+// finish stops mr's goroutine and accounts for what it transferred.
+func (mr *memberRead) finish(ctx context.Context) {
+	mr.frames.stop()
+	mr.src.Close()
+	metricGets.Inc(ctx, int64(mr.src.gets))
+	metricBodyResumes.Inc(ctx, int64(mr.src.resumes))
+	metricRawBytes.Inc(ctx, mr.src.raw)
+	if mr.rr != nil {
+		metricBytes.Inc(ctx, mr.rr.offset-mr.base)
+	}
+}
+
+// readMember hands sink the records of mr from index first on (which the caller claimed),
+// claiming each later one. It reports whether a claim failed.
+func (fn *reader) readMember(ctx context.Context, rt *sdf.LockRTracker, d SplitDescriptor, mr *memberRead, first int64, sink func(int, int64, []byte)) (stopped bool, err error) {
+	m, member := mr.m, d.Members[mr.m]
+	idx, emitted, skipped := mr.idx0, int64(0), int64(0)
+	defer func() {
+		mr.finish(ctx)
+		metricRecords.Inc(ctx, emitted)
+		metricSkipped.Inc(ctx, skipped)
+		if err != nil {
+			err = &ObjectError{SplitID: d.ID, Bucket: d.Bucket, Key: member.Key, ETag: member.ETag, Member: m, Record: max(idx, first), Err: err}
+		}
+	}()
 	// One claim value for the whole object: a claim boxed per record would allocate.
-	claim := &readerClaim{Position: Position{Member: m}, seekable: seekable}
+	claim := &readerClaim{Position: Position{Member: m}}
 	for {
-		b := batches.next()
+		b := mr.frames.next()
+		claim.seekable = b.seekable
 		for i, rec := range b.recs {
 			if idx < first {
 				skipped++
@@ -333,7 +372,7 @@ func (fn *reader) readMember(ctx context.Context, rt *sdf.LockRTracker, d SplitD
 		case b.err != nil:
 			return false, b.err
 		}
-		batches.recycle(b) // the framing goroutine may refill it from here on
+		mr.frames.recycle(b) // the framing goroutine may refill it from here on
 	}
 }
 
