@@ -181,10 +181,11 @@ func (fn *reader) CreateTracker(r Restriction) *sdf.LockRTracker {
 }
 
 // process reads the members the restriction owns, in order, handing each owned record to
-// sink. It claims a member's first owned position before opening the object (so a split-off
-// member is never opened), and every later record before emitting it. Returning an error
-// fails the bundle; the runner retries it from the restriction, never from a position
-// already handed to a residual.
+// sink. It claims a member's first owned position before reading from it, and every later
+// record before emitting it. The next member is opened ahead of its claim while the
+// restriction still owns it; if a split takes it, that read is dropped unemitted. Returning
+// an error fails the bundle; the runner retries it from the restriction, never from a
+// position already handed to a residual.
 func (fn *reader) process(ctx context.Context, rt *sdf.LockRTracker, d SplitDescriptor, sink func(m int, idx int64, rec []byte), fail func(Failure)) error {
 	rest := rt.GetRestriction().(Restriction)
 	if err := rest.valid(len(d.Members)); err != nil {
