@@ -70,11 +70,13 @@ type ObjectError struct {
 	Err    error
 }
 
+// Error names the object, its pinned ETag and the record the read failed at.
 func (e *ObjectError) Error() string {
 	return fmt.Sprintf("s3io: s3://%s/%s (ETag %s, member %d of split %s) at record %d: %v",
 		e.Bucket, e.Key, e.ETag, e.Member, e.SplitID, e.Record, e.Err)
 }
 
+// Unwrap returns the cause, for errors.Is and errors.As.
 func (e *ObjectError) Unwrap() error { return e.Err }
 
 // fatalHints says what to check for the S3 error codes a configuration mistake produces.

@@ -28,6 +28,7 @@ func (p Position) Less(q Position) bool {
 	return p.Member < q.Member || p.Member == q.Member && p.Record < q.Record
 }
 
+// String renders p for errors and logs.
 func (p Position) String() string { return fmt.Sprintf("member %d record %d", p.Member, p.Record) }
 
 // Pack encodes p into one int64 that orders like p: the member in the high 20 bits, the
