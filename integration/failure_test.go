@@ -14,6 +14,7 @@ import (
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/testing/ptest"
 
 	"github.com/spate-io/beam-s3/internal/faultproxy"
+	"github.com/spate-io/beam-s3/internal/s3test"
 	"github.com/spate-io/beam-s3/internal/versitygw"
 	"github.com/spate-io/beam-s3/s3io"
 )
@@ -32,7 +33,7 @@ func failureRow(f s3io.Failure) string {
 // overwrites one object and deletes another right before their first GET: after planning.
 func badPrefix(t *testing.T, g *versitygw.Gateway, p *faultproxy.Proxy, bucket string) (want, failures []string) {
 	g.CreateBucket(t, bucket)
-	for i, enc := range []func(string) []byte{func(s string) []byte { return []byte(s) }, func(s string) []byte { return gzipBytes(s) }, zstdBytes} {
+	for i, enc := range []func(string) []byte{func(s string) []byte { return []byte(s) }, func(s string) []byte { return s3test.Gzip(s) }, s3test.Zstd} {
 		text, recs := ndjson(fmt.Sprintf("%s-good-%d", bucket, i), 300)
 		g.Put(t, bucket, fmt.Sprintf("b/good-%d", i), enc(text))
 		want = append(want, recs...)
@@ -40,9 +41,9 @@ func badPrefix(t *testing.T, g *versitygw.Gateway, p *faultproxy.Proxy, bucket s
 	g.Put(t, bucket, "b/overwritten.txt", []byte("old 1\nold 2\n"))
 	g.Put(t, bucket, "b/deleted.txt", []byte("doomed\n"))
 	// A valid gzip header, then garbage: nothing decodes.
-	g.Put(t, bucket, "b/corrupt.gz", append(gzipBytes("x")[:10], bytes.Repeat([]byte{0xff, 0x00, 0x13}, 200)...))
+	g.Put(t, bucket, "b/corrupt.gz", append(s3test.Gzip("x")[:10], bytes.Repeat([]byte{0xff, 0x00, 0x13}, 200)...))
 	// One zstd block cut in half: nothing decodes.
-	z := zstdBytes(strings.Repeat("truncated zstd line\n", 100))
+	z := s3test.Zstd(strings.Repeat("truncated zstd line\n", 100))
 	g.Put(t, bucket, "b/truncated.zst", z[:len(z)/2])
 	// Three good lines, then one over MaxRecordBytes (1000): the three stay emitted.
 	g.Put(t, bucket, "b/too-large.txt", []byte("ok 1\nok 2\nok 3\n"+strings.Repeat("L", 5000)+"\nnever\n"))
@@ -128,9 +129,9 @@ func TestTransientFaultsAreRetried(t *testing.T) {
 		data := []byte(text)
 		switch i % 3 {
 		case 1:
-			data = gzipBytes(text)
+			data = s3test.Gzip(text)
 		case 2:
-			data = zstdBytes(text)
+			data = s3test.Zstd(text)
 		}
 		key := fmt.Sprintf("f/%02d", i)
 		g.Put(t, "flaky", key, data)

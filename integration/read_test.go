@@ -1,7 +1,6 @@
 package integration
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -16,9 +15,8 @@ import (
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/register"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/testing/passert"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/testing/ptest"
-	"github.com/klauspost/compress/gzip"
-	"github.com/klauspost/compress/zstd"
 
+	"github.com/spate-io/beam-s3/internal/s3test"
 	"github.com/spate-io/beam-s3/internal/versitygw"
 	"github.com/spate-io/beam-s3/s3io"
 )
@@ -45,21 +43,6 @@ func counters(pr beam.PipelineResult) map[string]int64 {
 		out[c.Name()] += c.Result()
 	}
 	return out
-}
-
-func gzipBytes(members ...string) []byte {
-	var buf bytes.Buffer
-	for _, m := range members {
-		zw := gzip.NewWriter(&buf)
-		zw.Write([]byte(m))
-		zw.Close()
-	}
-	return buf.Bytes()
-}
-
-func zstdBytes(s string) []byte {
-	zw, _ := zstd.NewWriter(nil)
-	return zw.EncodeAll([]byte(s), nil)
 }
 
 func ndjson(src string, n int) (text string, recs []string) {
@@ -90,9 +73,9 @@ func TestReadOnVersityGW(t *testing.T) {
 	add("in/plain.ndjson", []byte(p), pRecs...)
 	g1, r1 := ndjson("gz-1", 3000)
 	g2, r2 := ndjson("gz-2", 2000)
-	add("in/multi.ndjson.gz", gzipBytes(g1, g2), append(r1, r2...)...)
+	add("in/multi.ndjson.gz", s3test.Gzip(g1, g2), append(r1, r2...)...)
 	z, zRecs := ndjson("zstd", 4000)
-	add("in/frames.ndjson.zst", zstdBytes(z), zRecs...)
+	add("in/frames.ndjson.zst", s3test.Zstd(z), zRecs...)
 	add("in/key with spaces ünïcødé.txt", []byte("a\r\nb\r\nno newline"), "a", "b", "no newline")
 	add("in/empty.ndjson", nil)
 	g.Put(t, "mixed", "out/not-read.txt", []byte("outside the prefix\n"))

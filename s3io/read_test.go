@@ -12,8 +12,6 @@ import (
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/register"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/testing/passert"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/testing/ptest"
-	"github.com/klauspost/compress/gzip"
-	"github.com/klauspost/compress/zstd"
 
 	"github.com/spate-io/beam-s3/internal/s3test"
 	"github.com/spate-io/beam-s3/s3io"
@@ -60,28 +58,6 @@ func counters(pr beam.PipelineResult) map[string]int64 {
 	return out
 }
 
-func gzipBytes(t *testing.T, members ...string) []byte {
-	t.Helper()
-	var buf bytes.Buffer
-	for _, m := range members {
-		zw := gzip.NewWriter(&buf)
-		zw.Write([]byte(m))
-		if err := zw.Close(); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return buf.Bytes()
-}
-
-func zstdBytes(t *testing.T, s string) []byte {
-	t.Helper()
-	zw, err := zstd.NewWriter(nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return zw.EncodeAll([]byte(s), nil)
-}
-
 func lines(prefix string, n int) (text string, recs []string) {
 	var b strings.Builder
 	for i := 0; i < n; i++ {
@@ -106,14 +82,14 @@ func TestReadMixedPrefix(t *testing.T) {
 
 	g1, g1Recs := lines("gz-member-1", 300)
 	g2, g2Recs := lines("gz-member-2", 200)
-	add("2026/11/b-multi.json.gz", gzipBytes(t, g1, g2), append(g1Recs, g2Recs...)...)
+	add("2026/11/b-multi.json.gz", s3test.Gzip(g1, g2), append(g1Recs, g2Recs...)...)
 
 	z, zRecs := lines("zstd", 400)
-	add("2026/11/c.json.zst", zstdBytes(t, z), zRecs...)
+	add("2026/11/c.json.zst", s3test.Zstd(z), zRecs...)
 
 	// Compression found by magic bytes, not by name.
 	m, mRecs := lines("gz-no-extension", 50)
-	add("2026/11/d-gzip-without-extension", gzipBytes(t, m), mRecs...)
+	add("2026/11/d-gzip-without-extension", s3test.Gzip(m), mRecs...)
 
 	add("2026/11/e-empty.txt", nil)
 	add("2026/11/f-empty.gz", nil)
@@ -147,7 +123,7 @@ func TestReadFramers(t *testing.T) {
 		u32.WriteString(r)
 	}
 	f.Put(t, "frames", "u32/a.bin", u32.Bytes())
-	f.Put(t, "frames", "u32/b.bin.zst", zstdBytes(t, u32.String()))
+	f.Put(t, "frames", "u32/b.bin.zst", s3test.Zstd(u32.String()))
 
 	t.Run("ndjson", func(t *testing.T) {
 		runRead(t, s3io.Config{Bucket: "frames", Prefix: "nd/", Framer: "ndjson", Endpoint: f.URL, UsePathStyle: true},

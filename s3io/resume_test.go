@@ -10,8 +10,6 @@ import (
 	"testing"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/sdf"
-	"github.com/klauspost/compress/gzip"
-	"github.com/klauspost/compress/zstd"
 
 	"github.com/spate-io/beam-s3/internal/s3test"
 )
@@ -75,18 +73,9 @@ func (f *resumeFixture) run(t *testing.T, rest Restriction, split func(rt *sdf.L
 
 func identity(b []byte) []byte { return b }
 
-func gzipEnc(b []byte) []byte {
-	var buf bytes.Buffer
-	zw := gzip.NewWriter(&buf)
-	zw.Write(b)
-	zw.Close()
-	return buf.Bytes()
-}
+func gzipEnc(b []byte) []byte { return s3test.Gzip(string(b)) }
 
-func zstdEnc(b []byte) []byte {
-	zw, _ := zstd.NewWriter(nil)
-	return zw.EncodeAll(b, nil)
-}
+func zstdEnc(b []byte) []byte { return s3test.Zstd(string(b)) }
 
 // A checkpoint (fraction 0) after k records hands the residual a resume hint: an
 // uncompressed object is resumed with a ranged GET starting exactly where record k starts,

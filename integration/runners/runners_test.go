@@ -4,7 +4,6 @@
 package runners
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"os"
@@ -24,10 +23,9 @@ import (
 	_ "github.com/apache/beam/sdks/v2/go/pkg/beam/runners/prism"
 	_ "github.com/apache/beam/sdks/v2/go/pkg/beam/runners/universal"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/testing/ptest"
-	"github.com/klauspost/compress/gzip"
-	"github.com/klauspost/compress/zstd"
 
 	"github.com/spate-io/beam-s3/internal/faultproxy"
+	"github.com/spate-io/beam-s3/internal/s3test"
 	"github.com/spate-io/beam-s3/internal/versitygw"
 	"github.com/spate-io/beam-s3/s3io"
 )
@@ -102,14 +100,9 @@ func seedMixedPrefix(t *testing.T, g *versitygw.Gateway, bucket string) []string
 		data, key := []byte(b.String()), fmt.Sprintf("in/obj-%02d.ndjson", i)
 		switch i % 3 {
 		case 1:
-			var buf bytes.Buffer
-			zw := gzip.NewWriter(&buf)
-			zw.Write(data)
-			zw.Close()
-			data, key = buf.Bytes(), key+".gz"
+			data, key = s3test.Gzip(b.String()), key+".gz"
 		case 2:
-			zw, _ := zstd.NewWriter(nil)
-			data, key = zw.EncodeAll(data, nil), key+".zst"
+			data, key = s3test.Zstd(b.String()), key+".zst"
 		}
 		g.Put(t, bucket, key, data)
 	}
