@@ -90,7 +90,7 @@ func TestQuarantine(t *testing.T) {
 				if err != nil {
 					t.Fatalf("ReadWithFailures must let the job succeed: %v", err)
 				}
-				c := counters(pr)
+				c := s3test.Counters(pr, s3io.MetricsNamespace)
 				if c["objects_failed"] != 5 || c["objects_failed_corrupt"] != 2 || c["objects_failed_overwritten"] != 1 ||
 					c["objects_failed_deleted"] != 1 || c["objects_failed_record_too_large"] != 1 {
 					t.Errorf("failure counters: %v", c)
@@ -171,7 +171,7 @@ func TestTransientFaultsAreRetried(t *testing.T) {
 			t.Errorf("%s: resume GET %+v, want Range %s for %d bytes", key, gets[3], want, size-size/2)
 		}
 	}
-	if c := counters(pr); c["body_resumes"] != 12 || c["objects_failed"] != 0 {
+	if c := s3test.Counters(pr, s3io.MetricsNamespace); c["body_resumes"] != 12 || c["objects_failed"] != 0 {
 		t.Errorf("counters %v: want 12 body resumes and no failure", c)
 	}
 }

@@ -9,7 +9,6 @@ import (
 	"testing"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
-	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/metrics"
 	_ "github.com/apache/beam/sdks/v2/go/pkg/beam/io/filesystem/local"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/io/textio"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/register"
@@ -33,16 +32,6 @@ func recordString(b []byte) string { return string(b) }
 func descriptorJSON(d s3io.SplitDescriptor) (string, error) {
 	b, err := json.Marshal(d)
 	return string(b), err
-}
-
-func counters(pr beam.PipelineResult) map[string]int64 {
-	out := map[string]int64{}
-	for _, c := range pr.Metrics().Query(func(r metrics.SingleResult) bool {
-		return r.Namespace() == s3io.MetricsNamespace
-	}).Counters() {
-		out[c.Name()] += c.Result()
-	}
-	return out
 }
 
 func ndjson(src string, n int) (text string, recs []string) {
@@ -87,7 +76,7 @@ func TestReadOnVersityGW(t *testing.T) {
 	if err != nil {
 		t.Fatalf("pipeline failed: %v", err)
 	}
-	c := counters(pr)
+	c := s3test.Counters(pr, s3io.MetricsNamespace)
 	if c["objects"] != 1105 || c["records"] != int64(len(want)) {
 		t.Errorf("counters %v: want 1105 objects and %d records", c, len(want))
 	}

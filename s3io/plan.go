@@ -139,11 +139,11 @@ func segments(o Member, target int64) []Member {
 // without a compressed extension is probed for magic bytes with a 4-byte pinned GET; if
 // the probe fails the object stays whole, and its read reports the real problem.
 func (fn *planFn) storedPlain(ctx context.Context, o Member) bool {
-	switch mode := compressionFor(fn.Cfg.Compression, o.Key, nil); {
-	case fn.Cfg.Compression == CompressionNone:
+	if mode := compressionFor(fn.Cfg.Compression, o.Key, nil); mode != CompressionNone {
+		return false // forced, or named by its extension
+	}
+	if fn.Cfg.Compression == CompressionNone {
 		return true
-	case mode != CompressionNone:
-		return false
 	}
 	src := &pinnedReader{ctx: ctx, client: fn.client, cfg: &fn.Cfg, bucket: fn.Cfg.Bucket, member: o, end: 4}
 	defer src.Close()

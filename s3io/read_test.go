@@ -8,7 +8,6 @@ import (
 	"testing"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
-	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/metrics"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/register"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/testing/passert"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/testing/ptest"
@@ -45,17 +44,7 @@ func runRead(t *testing.T, cfg s3io.Config, want []string) map[string]int64 {
 	if err != nil {
 		t.Fatalf("pipeline failed: %v", err)
 	}
-	return counters(pr)
-}
-
-func counters(pr beam.PipelineResult) map[string]int64 {
-	out := map[string]int64{}
-	for _, c := range pr.Metrics().Query(func(r metrics.SingleResult) bool {
-		return r.Namespace() == s3io.MetricsNamespace
-	}).Counters() {
-		out[c.Name()] += c.Result()
-	}
-	return out
+	return s3test.Counters(pr, s3io.MetricsNamespace)
 }
 
 func lines(prefix string, n int) (text string, recs []string) {

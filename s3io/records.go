@@ -143,15 +143,12 @@ func (r *recordReader) fill() error {
 	}
 	n, err := r.src.Read(r.buf[r.end:])
 	r.end += n
-	switch {
-	case err == io.EOF:
+	// A reader may return 0, nil; the caller's loop simply reads again.
+	if err == io.EOF {
 		r.eof = true
-	case err != nil:
-		return err
-	case n == 0:
-		// A reader returning 0, nil is allowed; io.ReadFull-style callers retry, and so do we.
+		return nil
 	}
-	return nil
+	return err
 }
 
 // Framing runs a batch ahead of the reader's claims, on its own goroutine.

@@ -66,7 +66,7 @@ func TestPrismSplitsAStalledRead(t *testing.T) {
 			if err != nil {
 				t.Fatalf("pipeline failed: %v", err)
 			}
-			c := counters(pr)
+			c := s3test.Counters(pr, s3io.MetricsNamespace)
 			if c["records"] != int64(len(want)) {
 				t.Errorf("records = %d, want %d", c["records"], len(want))
 			}
@@ -102,7 +102,7 @@ func TestSegmentsAndPositions(t *testing.T) {
 	if err != nil {
 		t.Fatalf("pipeline failed: %v", err)
 	}
-	c := counters(pr)
+	c := s3test.Counters(pr, s3io.MetricsNamespace)
 	size := int64(b.Len())
 	wantSegs := (size + (256 << 10) - 1) / (256 << 10)
 	if c["segments_planned"] != wantSegs || c["splits_planned"] < wantSegs {

@@ -13,13 +13,13 @@ import (
 	"testing"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
-	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/metrics"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/register"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/testing/passert"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/testing/ptest"
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
+	"github.com/spate-io/beam-s3/internal/s3test"
 	"github.com/spate-io/beam-s3/internal/versitygw"
 	"github.com/spate-io/beam-s3/s3io"
 )
@@ -161,10 +161,7 @@ func TestOneGiBObjectInSegments(t *testing.T) {
 	if err != nil {
 		t.Fatalf("pipeline failed: %v", err)
 	}
-	c := map[string]int64{}
-	for _, r := range pr.Metrics().Query(func(r metrics.SingleResult) bool { return r.Namespace() == s3io.MetricsNamespace }).Counters() {
-		c[r.Name()] += r.Result()
-	}
+	c := s3test.Counters(pr, s3io.MetricsNamespace)
 	t.Logf("%d records; counters %v", records, c)
 	if c["records"] != records || c["segments_planned"] < 16 || c["restrictions_read"] < 16 {
 		t.Errorf("records %d (want %d), segments_planned %d and restrictions_read %d (want >= 16)", c["records"], records, c["segments_planned"], c["restrictions_read"])

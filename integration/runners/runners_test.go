@@ -14,7 +14,6 @@ import (
 	"time"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
-	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/metrics"
 	_ "github.com/apache/beam/sdks/v2/go/pkg/beam/io/filesystem/local"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/io/textio"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/options/jobopts"
@@ -116,17 +115,6 @@ func seedMixedPrefix(t *testing.T, g *versitygw.Gateway, bucket string) []string
 	return want
 }
 
-func counters(pr beam.PipelineResult) map[string]int64 {
-	out := map[string]int64{}
-	if pr == nil {
-		return out
-	}
-	for _, c := range pr.Metrics().Query(func(r metrics.SingleResult) bool { return r.Namespace() == s3io.MetricsNamespace }).Counters() {
-		out[c.Name()] += c.Result()
-	}
-	return out
-}
-
 func readLines(t *testing.T, pattern string) []string {
 	files, err := filepath.Glob(pattern)
 	if err != nil || len(files) == 0 {
@@ -176,7 +164,7 @@ func TestRunners(t *testing.T) {
 				got := readLines(t, out+"*")
 				slices.Sort(got)
 				slices.Sort(want)
-				c := counters(pr)
+				c := s3test.Counters(pr, s3io.MetricsNamespace)
 				t.Logf("%s: job %q done; compared %d records written by textio with %d seeded; counters %v; max GETs in flight %d",
 					tg.name, pr.JobID(), len(got), len(want), c, proxy.MaxInFlight())
 				if !slices.Equal(got, want) {
