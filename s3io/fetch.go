@@ -145,6 +145,32 @@ func (r *pinnedReader) Read(p []byte) (int, error) {
 	}
 }
 
+// readFull fills buf with the bytes [r.pos, r.end), which must be len(buf) long. An empty
+// range still makes its request, so that an empty object's pin is checked.
+func (r *pinnedReader) readFull(buf []byte) error {
+	var scratch [1]byte
+	off := 0
+	for {
+		dst := buf[off:]
+		if len(dst) == 0 {
+			if len(buf) > 0 {
+				return nil
+			}
+			dst = scratch[:]
+		}
+		n, err := r.Read(dst)
+		off += n
+		switch {
+		case err == io.EOF && off < len(buf):
+			return &sourceReadError{offset: r.pos, attempts: r.resumes + 1, err: io.ErrUnexpectedEOF}
+		case err == io.EOF:
+			return nil
+		case err != nil:
+			return err
+		}
+	}
+}
+
 // waitToResume decides whether a broken body is resumed, and waits out the backoff.
 func (r *pinnedReader) waitToResume(cause error) error {
 	if !resumableBodyError(cause) || r.resumes+1 >= r.cfg.MaxAttempts {

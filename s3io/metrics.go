@@ -15,6 +15,8 @@ import "github.com/apache/beam/sdks/v2/go/pkg/beam"
 //	resumed_reads                    reads that began at a resume point inside a member
 //	skipped_records                  records read again and dropped to reach a restriction's start
 //	body_resumes                     broken response bodies resumed with a ranged GET
+//	cancelled_gets                   GETs cut short because a split, a failure or the end of a read made them unneeded
+//	dropped_bytes                    bytes fetched ahead and dropped unread for the same reasons
 //
 // Counters are flushed once per object read rather than per record: a Beam counter update
 // costs a lookup, and a runner commits counters per bundle anyway.
@@ -33,4 +35,6 @@ var (
 	metricRawBytes        = beam.NewCounter(MetricsNamespace, "raw_bytes")
 	metricBytes           = beam.NewCounter(MetricsNamespace, "decompressed_bytes")
 	metricRecords         = beam.NewCounter(MetricsNamespace, "records")
+	metricCancelledGets   = beam.NewCounter(MetricsNamespace, "cancelled_gets")
+	metricDroppedBytes    = beam.NewCounter(MetricsNamespace, "dropped_bytes")
 )

@@ -151,11 +151,12 @@ func (r *recordReader) fill() error {
 	return err
 }
 
-// Framing runs a batch ahead of the reader's claims, on its own goroutine.
+// Framing runs ahead of the reader's claims, on its own goroutine, up to the object's
+// decoding window.
 const (
 	batchRecords = 512
 	batchBytes   = 256 << 10
-	batchesAhead = 8
+	batchesAhead = decodeWindowBytes / batchBytes
 )
 
 // recordBatch carries framed records from the framing goroutine to the one that claims and
@@ -164,7 +165,7 @@ type recordBatch struct {
 	seekable bool // the member is read uncompressed
 	recs     [][]byte
 	ends     []int64 // stream offset just past each record
-	raw      int64   // stored bytes received when the batch was cut
+	raw      int64   // stored bytes consumed by the decoder when the batch was cut
 	err      error   // set on the last batch: io.EOF at the end, or why framing stopped
 }
 
@@ -180,7 +181,7 @@ type framing struct {
 // startFraming runs setup, which opens the object and returns its record reader, then
 // frames it, on a new goroutine. For a segment, framing ends at the first record that
 // starts at or after segEnd. cancel must abort src's requests.
-func startFraming(setup func() (rr *recordReader, seekable bool, err error), src *pinnedReader, seg bool, segEnd int64, cancel func()) *framing {
+func startFraming(setup func() (rr *recordReader, seekable bool, err error), src *objectStream, seg bool, segEnd int64, cancel func()) *framing {
 	f := &framing{
 		cancel: cancel,
 		out:    make(chan *recordBatch, batchesAhead),
@@ -220,7 +221,7 @@ func startFraming(setup func() (rr *recordReader, seekable bool, err error), src
 				b.ends = append(b.ends, rr.offset)
 				size += len(rec)
 			}
-			b.raw = src.raw
+			b.raw = src.consumed
 			select {
 			case f.out <- b:
 			case <-f.done:

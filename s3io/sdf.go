@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"reflect"
+	"sync"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/sdf"
@@ -135,8 +136,10 @@ type reader struct {
 
 	client    *s3.Client
 	newFramer func() RecordFramer
-	// dec holds the decoders of the member being read and of the one read ahead.
-	dec [2]decompressors
+	// decs holds idle decoders: objects are decoded decodeAhead+1 at a time, each with its
+	// own, and a zstd decoder's buffers are worth reusing.
+	decsMu sync.Mutex
+	decs   []*decompressors
 }
 
 func (fn *reader) Setup(ctx context.Context) error {
@@ -151,9 +154,29 @@ func (fn *reader) Setup(ctx context.Context) error {
 }
 
 func (fn *reader) Teardown() {
-	for i := range fn.dec {
-		fn.dec[i].close()
+	fn.decsMu.Lock()
+	defer fn.decsMu.Unlock()
+	for _, d := range fn.decs {
+		d.close()
 	}
+	fn.decs = nil
+}
+
+func (fn *reader) getDecoders() *decompressors {
+	fn.decsMu.Lock()
+	defer fn.decsMu.Unlock()
+	if n := len(fn.decs); n > 0 {
+		d := fn.decs[n-1]
+		fn.decs = fn.decs[:n-1]
+		return d
+	}
+	return &decompressors{}
+}
+
+func (fn *reader) putDecoders(d *decompressors) {
+	fn.decsMu.Lock()
+	defer fn.decsMu.Unlock()
+	fn.decs = append(fn.decs, d)
 }
 
 // CreateInitialRestriction covers every record of every member.
@@ -182,26 +205,22 @@ func (fn *reader) CreateTracker(r Restriction) *sdf.LockRTracker {
 
 // process reads the members the restriction owns, in order, handing each owned record to
 // sink. It claims a member's first owned position before reading from it, and every later
-// record before emitting it. The next member is opened ahead of its claim while the
-// restriction still owns it; if a split takes it, that read is dropped unemitted. Returning
-// an error fails the bundle; the runner retries it from the restriction, never from a
-// position already handed to a residual.
+// record before emitting it. The members' bytes are fetched ahead of their claims, and the
+// next objects are decoded while the current one is emitted; whatever a split takes away is
+// cancelled and dropped unemitted. Returning an error fails the bundle; the runner retries it
+// from the restriction, never from a position already handed to a residual.
 func (fn *reader) process(ctx context.Context, rt *sdf.LockRTracker, d SplitDescriptor, sink func(m int, idx int64, rec []byte), fail func(Failure)) error {
 	rest := rt.GetRestriction().(Restriction)
 	if err := rest.valid(len(d.Members)); err != nil {
 		return fmt.Errorf("%w (split %s)", err, d.ID)
 	}
 	metricRestrictions.Inc(ctx, 1)
-	var ahead *memberRead // the next member, started before it is claimed
-	defer func() {
-		if ahead != nil {
-			ahead.finish(ctx) // split off or never reached: its work is dropped
-		}
-	}()
+	rr := fn.newRestrictionRead(ctx, d, rest)
+	defer rr.close(ctx)
 	for m := rest.Start.Member; ; m++ {
-		first, hint := int64(0), ResumeHint{}
+		first := int64(0)
 		if m == rest.Start.Member {
-			first, hint = rest.Start.Record, rest.Resume
+			first = rest.Start.Record
 		}
 		// After the last member this claim fails, telling the tracker the reader is done.
 		if !rt.TryClaim(&readerClaim{Position: Position{Member: m, Record: first}, end: -1}) {
@@ -210,15 +229,7 @@ func (fn *reader) process(ctx context.Context, rt *sdf.LockRTracker, d SplitDesc
 		if start, _ := d.Members[m].span(); first == 0 && start == 0 {
 			metricObjects.Inc(ctx, 1) // once per object, however it is segmented and split
 		}
-		mr := ahead
-		ahead = nil
-		if mr == nil {
-			mr = fn.startMember(ctx, d, m, first, hint, &fn.dec[m%2])
-		}
-		if next := m + 1; next < len(d.Members) && (Position{Member: next}).Less(rt.GetRestriction().(Restriction).End) {
-			ahead = fn.startMember(ctx, d, next, 0, ResumeHint{}, &fn.dec[next%2])
-		}
-		stopped, err := fn.readMember(ctx, rt, d, mr, first, sink)
+		stopped, err := fn.readMember(ctx, rt, d, rr, rr.open(ctx, m), first, sink)
 		if err != nil {
 			if err := fn.quarantine(ctx, d, m, first, err, fail); err != nil {
 				return err
@@ -251,32 +262,117 @@ func (fn *reader) quarantine(ctx context.Context, d SplitDescriptor, m int, firs
 	return nil
 }
 
-// memberRead is one member being read. Its GET, decoding and framing run on a goroutine of
-// their own, started before the member's records are claimed: the next member is started
-// while the current one is still being emitted, so that its request latency and its
-// decompression overlap Beam's per-record work instead of following it.
+// restrictionRead is the state of one restriction's read: the fetcher of its members'
+// bytes and the members being decoded.
+type restrictionRead struct {
+	fn      *reader
+	d       SplitDescriptor
+	start   Position
+	hint    ResumeHint
+	last    int            // the last member the restriction owns; a split may lower it
+	fetches []*objectFetch // by member - start.Member; nil once handed to a memberRead
+	reads   []*memberRead  // same indexing: members whose decoding has started
+	fetcher *fetcher
+}
+
+func (fn *reader) newRestrictionRead(ctx context.Context, d SplitDescriptor, rest Restriction) *restrictionRead {
+	rr := &restrictionRead{fn: fn, d: d, start: rest.Start, hint: rest.Resume, last: rest.lastMember(),
+		fetcher: newFetcher(ctx, fn.client, &fn.Cfg, d.Bucket)}
+	n := max(rr.last-rest.Start.Member+1, 0)
+	rr.fetches, rr.reads = make([]*objectFetch, n), make([]*memberRead, n)
+	for m := rest.Start.Member; m <= rr.last; m++ {
+		from, planEnd := rr.byteRange(m)
+		rr.fetches[m-rest.Start.Member] = rr.fetcher.add(d.Members[m], from, planEnd)
+	}
+	return rr
+}
+
+// byteRange is where reading member m begins, and where its planned bytes end: a resume
+// hint into an uncompressed member starts there; a segment starts on the byte before its
+// range, to see whether a record begins on its first byte, and plans its own range plus
+// segmentSlack for the record that straddles its end.
+func (rr *restrictionRead) byteRange(m int) (from, planEnd int64) {
+	member := rr.d.Members[m]
+	segStart, segEnd := member.span()
+	planEnd = member.Size
+	if member.isSegment() {
+		from, planEnd = max(segStart-1, 0), min(segEnd+segmentSlack, member.Size)
+	}
+	if m == rr.start.Member && rr.hint.known() && rr.hint.Seekable {
+		from = rr.hint.Offset
+	}
+	return from, max(planEnd, from)
+}
+
+// open returns the read of member m, started now or earlier, and starts decoding the
+// members after it that the restriction still owns.
+func (rr *restrictionRead) open(ctx context.Context, m int) *memberRead {
+	for k := m; k <= min(m+decodeAhead, rr.last); k++ {
+		i := k - rr.start.Member
+		if rr.reads[i] == nil {
+			first, hint := int64(0), ResumeHint{}
+			if k == rr.start.Member {
+				first, hint = rr.start.Record, rr.hint
+			}
+			rr.reads[i] = rr.fn.startMember(ctx, rr.d, k, first, hint, rr.fetches[i])
+			rr.fetches[i] = nil
+		}
+	}
+	mr := rr.reads[m-rr.start.Member]
+	rr.reads[m-rr.start.Member] = nil
+	return mr
+}
+
+// truncate drops the fetches and reads of the members after last, which a split took away.
+func (rr *restrictionRead) truncate(ctx context.Context, last int) {
+	for m := max(last+1, rr.start.Member); m <= rr.last; m++ {
+		i := m - rr.start.Member
+		if mr := rr.reads[i]; mr != nil {
+			mr.finish(ctx)
+			rr.reads[i] = nil
+		}
+		if of := rr.fetches[i]; of != nil {
+			of.drop()
+			rr.fetches[i] = nil
+		}
+	}
+	rr.last = min(rr.last, last)
+}
+
+// close drops everything the read still holds and accounts for what it transferred.
+func (rr *restrictionRead) close(ctx context.Context) {
+	rr.truncate(ctx, rr.start.Member-1)
+	f := rr.fetcher
+	f.close()
+	metricGets.Inc(ctx, f.gets.Load())
+	metricBodyResumes.Inc(ctx, f.resumes.Load())
+	metricRawBytes.Inc(ctx, f.rawBytes.Load())
+	metricCancelledGets.Inc(ctx, f.cancelled.Load())
+	metricDroppedBytes.Inc(ctx, f.droppedBytes.Load())
+}
+
+// memberRead is one member being read. Its decoding and framing run on a goroutine of their
+// own, started before the member's records are claimed, so that decompression overlaps
+// Beam's per-record work instead of following it.
 type memberRead struct {
 	m      int
-	src    *pinnedReader
+	src    *objectStream
+	dec    *decompressors
+	fn     *reader
 	frames *framing
 	idx0   int64 // index of the first record the stream yields
 	rr     *recordReader
 	base   int64 // stream offset where rr began
 }
 
-// startMember starts reading member m of d from record first (resuming at hint when it has
-// one), decoding with dec.
-func (fn *reader) startMember(ctx context.Context, d SplitDescriptor, m int, first int64, hint ResumeHint, dec *decompressors) *memberRead {
+// startMember starts decoding member m of d, whose bytes of fetches, from record first
+// (resuming at hint when it has one).
+func (fn *reader) startMember(ctx context.Context, d SplitDescriptor, m int, first int64, hint ResumeHint, fetch *objectFetch) *memberRead {
 	member := d.Members[m]
 	segStart, segEnd := member.span()
 	seg := member.isSegment()
-	// Stopping early must not wait on a network read: cancelling readCtx ends it.
-	readCtx, cancelRead := context.WithCancel(ctx)
-	src := &pinnedReader{ctx: readCtx, client: fn.client, cfg: &fn.Cfg, bucket: d.Bucket, member: member, end: member.Size}
-	if seg {
-		src.firstLimit, src.window = segEnd+segmentSlack, segmentWindow
-	}
-	mr := &memberRead{m: m, src: src}
+	src := fetch.stream()
+	mr := &memberRead{m: m, src: src, dec: fn.getDecoders(), fn: fn, base: fetch.from}
 	if hint.known() {
 		metricResumed.Inc(ctx, 1)
 		mr.idx0 = hint.Record
@@ -285,17 +381,13 @@ func (fn *reader) startMember(ctx context.Context, d SplitDescriptor, m int, fir
 	setup := func() (*recordReader, bool, error) {
 		switch {
 		case hint.known() && hint.Seekable:
-			// Uncompressed and resuming at a known record boundary: ranged GET from there.
-			src.pos, mr.base = hint.Offset, hint.Offset
+			// Uncompressed and resuming at a known record boundary: the stream starts there.
 			mr.rr = newRecordReader(src, fn.newFramer(), fn.Cfg.MaxRecordBytes, mr.base)
 			return mr.rr, true, nil
 		case seg:
-			// Planned uncompressed. Read from the byte before the segment: if it ends a
+			// Planned uncompressed, read from the byte before the segment: if it ends a
 			// line, the first record starts at segStart; otherwise the record in progress
 			// belongs to the previous segment.
-			if segStart > 0 {
-				src.pos, mr.base = segStart-1, segStart-1
-			}
 			mr.rr = newRecordReader(src, fn.newFramer(), fn.Cfg.MaxRecordBytes, mr.base)
 			if segStart > 0 {
 				if err := mr.rr.skipPastNewline(); err != nil {
@@ -304,7 +396,7 @@ func (fn *reader) startMember(ctx context.Context, d SplitDescriptor, m int, fir
 			}
 			return mr.rr, true, nil
 		}
-		stream, comp, err := dec.open(fn.Cfg.Compression, member.Key, src)
+		stream, comp, err := mr.dec.open(fn.Cfg.Compression, member.Key, src)
 		if err != nil {
 			return nil, false, err
 		}
@@ -317,17 +409,16 @@ func (fn *reader) startMember(ctx context.Context, d SplitDescriptor, m int, fir
 		}
 		return mr.rr, comp == CompressionNone, nil
 	}
-	mr.frames = startFraming(setup, src, seg, segEnd, cancelRead)
+	mr.frames = startFraming(setup, src, seg, segEnd, fetch.cancel)
 	return mr
 }
 
-// finish stops mr's goroutine and accounts for what it transferred.
+// finish stops mr's goroutine, drops what it fetched and did not use, and accounts for
+// what it decoded.
 func (mr *memberRead) finish(ctx context.Context) {
 	mr.frames.stop()
-	mr.src.Close()
-	metricGets.Inc(ctx, int64(mr.src.gets))
-	metricBodyResumes.Inc(ctx, int64(mr.src.resumes))
-	metricRawBytes.Inc(ctx, mr.src.raw)
+	mr.src.close()
+	mr.fn.putDecoders(mr.dec)
 	if mr.rr != nil {
 		metricBytes.Inc(ctx, mr.rr.offset-mr.base)
 	}
@@ -335,7 +426,7 @@ func (mr *memberRead) finish(ctx context.Context) {
 
 // readMember hands sink the records of mr from index first on (which the caller claimed),
 // claiming each later one. It reports whether a claim failed.
-func (fn *reader) readMember(ctx context.Context, rt *sdf.LockRTracker, d SplitDescriptor, mr *memberRead, first int64, sink func(int, int64, []byte)) (stopped bool, err error) {
+func (fn *reader) readMember(ctx context.Context, rt *sdf.LockRTracker, d SplitDescriptor, rr *restrictionRead, mr *memberRead, first int64, sink func(int, int64, []byte)) (stopped bool, err error) {
 	m, member := mr.m, d.Members[mr.m]
 	idx, emitted, skipped := mr.idx0, int64(0), int64(0)
 	defer func() {
@@ -374,6 +465,10 @@ func (fn *reader) readMember(ctx context.Context, rt *sdf.LockRTracker, d SplitD
 			return false, b.err
 		}
 		mr.frames.recycle(b) // the framing goroutine may refill it from here on
+		// A split may have taken the members after this one: stop fetching them.
+		if last := rt.GetRestriction().(Restriction).lastMember(); last < rr.last {
+			rr.truncate(ctx, last)
+		}
 	}
 }
 

@@ -57,9 +57,11 @@ func TestPrismSplitsAStalledRead(t *testing.T) {
 				}
 				srv.Put(t, "split", fmt.Sprintf("d/obj-%d.txt", i), []byte(b.String()))
 			}
-			srv.SetFault(tc.stalled, s3test.Fault{StallAfter: 300 << 10, Stall: 1500 * time.Millisecond, Times: 1})
+			// The fourth 128 KiB part stalls: the records of the three before it are emitted
+			// (and claimed) while it is awaited.
+			srv.SetFault(tc.stalled, s3test.Fault{Range: fmt.Sprintf("bytes=%d-", 3*128<<10), Stall: 1500 * time.Millisecond, Times: 1})
 			cfg := s3io.Config{Bucket: "split", Prefix: "d/", Endpoint: srv.URL, UsePathStyle: true,
-				SplitTargetBytes: 1 << 30, InitialSplitBytes: 1 << 30}
+				SplitTargetBytes: 1 << 30, InitialSplitBytes: 1 << 30, PartBytes: 128 << 10}
 			p, s := beam.NewPipelineWithRoot()
 			passert.EqualsList(s, beam.ParDo(s, recordString, s3io.Read(s, cfg)), want)
 			pr, err := ptest.RunWithMetrics(p)

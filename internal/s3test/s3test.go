@@ -40,6 +40,9 @@ type Fault struct {
 	// AbortAfter > 0 breaks the connection after AbortAfter body bytes.
 	AbortAfter int64
 	Times      int
+	// Range, when set, limits the fault to GETs whose Range header starts with it, such as
+	// "bytes=393216-" for the part of an object that starts there.
+	Range string
 }
 
 // Server is the running server.
@@ -81,7 +84,7 @@ func New(t testing.TB) *Server {
 		s.reqs = append(s.reqs, &Request{Key: key, Range: r.Header.Get("Range")})
 		req := s.reqs[len(s.reqs)-1]
 		s.mu.Unlock()
-		inner.ServeHTTP(&countingWriter{ResponseWriter: w, srv: s, req: req, fault: s.takeFault(key)}, r)
+		inner.ServeHTTP(&countingWriter{ResponseWriter: w, srv: s, req: req, fault: s.takeFault(key, r.Header.Get("Range"))}, r)
 	}))
 	t.Cleanup(srv.Close)
 	s.URL = srv.URL
@@ -143,11 +146,11 @@ func (s *Server) checkPin(w http.ResponseWriter, r *http.Request, bucket, key st
 	return true
 }
 
-func (s *Server) takeFault(key string) *Fault {
+func (s *Server) takeFault(key, rng string) *Fault {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	f := s.faults[key]
-	if f == nil || f.Times <= 0 {
+	if f == nil || f.Times <= 0 || !strings.HasPrefix(rng, f.Range) {
 		return nil
 	}
 	f.Times--

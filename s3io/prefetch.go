@@ -1,0 +1,420 @@
+package s3io
+
+import (
+	"context"
+	"errors"
+	"io"
+	"sync"
+	"sync/atomic"
+
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+)
+
+// A fetcher keeps a reader's GETs in flight: real S3 answers each request after tens of
+// milliseconds and sends ~90 MB/s per connection, so one request at a time reads small
+// objects at a few MB/s and large ones at one connection's speed. The fetcher walks the
+// restriction's members in order and cuts each into parts of Config.PartBytes, fetching as
+// many parts (of one object, or of the objects ahead) at once as Config.MaxRequestsInFlight
+// and the bytes budget allow. Parts are pinned ranged GETs, each resuming from its own next
+// byte when its body breaks; an object's parts are handed to its decoder strictly in order.
+//
+// Parts are issued in member and offset order, so the bytes budget can never deadlock: the
+// part the decoder of the current member waits for was always issued before any part held
+// by a later member.
+type fetcher struct {
+	ctx    context.Context
+	cancel context.CancelFunc
+	client *s3.Client
+	cfg    *Config
+	bucket string
+
+	raw  *budget       // fetched bytes not yet consumed by a decoder
+	reqs chan struct{} // one token per request in flight
+	bufs *partPool     // buffers of Config.PartBytes, shared by the worker's readers
+
+	mu     sync.Mutex
+	queue  []*objectFetch // objects with parts left to issue, in member order
+	wake   chan struct{}
+	closed bool
+	wg     sync.WaitGroup
+
+	gets, resumes, rawBytes, cancelled, droppedBytes atomic.Int64
+	maxInFlight                                      atomic.Int64
+	inFlight                                         atomic.Int64
+}
+
+// partPools hold the idle part buffers of each part size in use, for every reader of the
+// worker: a restriction's read reuses the buffers an earlier one released instead of
+// leaving them to the garbage collector, which would let the heap grow to twice the bytes
+// in flight before collecting them.
+var partPools struct {
+	sync.Mutex
+	bySize map[int64]*partPool
+}
+
+// partPool is a bounded free list of part buffers.
+type partPool struct {
+	size int64
+	free chan []byte
+}
+
+func partBuffers(size, budget int64) *partPool {
+	partPools.Lock()
+	defer partPools.Unlock()
+	if p, ok := partPools.bySize[size]; ok {
+		return p
+	}
+	if partPools.bySize == nil {
+		partPools.bySize = map[int64]*partPool{}
+	}
+	p := &partPool{size: size, free: make(chan []byte, max(budget/size, 1))}
+	partPools.bySize[size] = p
+	return p
+}
+
+func (p *partPool) get() []byte {
+	select {
+	case b := <-p.free:
+		return b
+	default:
+		return allocPart(int(p.size))
+	}
+}
+
+func (p *partPool) put(b []byte) {
+	select {
+	case p.free <- b:
+	default:
+		freePart(b)
+	}
+}
+
+// objectFetch is one member's byte range being fetched in parts: [from, planEnd) is
+// fetched ahead; bytes after planEnd (only a segment's last record can reach there) are read
+// on demand.
+type objectFetch struct {
+	f       *fetcher
+	member  Member
+	from    int64
+	planEnd int64
+	ctx     context.Context
+	cancel  context.CancelFunc
+	// parts carries the parts in order as they are issued; it is closed after the last one,
+	// or when the object is dropped.
+	parts chan *part
+	next  int64 // offset of the next part to issue (scheduler only)
+	// taken is set, under fetcher.mu, when the scheduler or a drop claims the object: from
+	// then on that side alone closes parts.
+	taken bool
+}
+
+// part is one ranged GET of an object, buffered whole.
+type part struct {
+	off  int64
+	buf  []byte
+	done chan struct{}
+	err  error
+	// released is set once the part's budget was returned, by its reader or by a drop.
+	released atomic.Bool
+}
+
+// newFetcher starts the scheduler of one restriction's reads. close must be called.
+func newFetcher(ctx context.Context, client *s3.Client, cfg *Config, bucket string) *fetcher {
+	ctx, cancel := context.WithCancel(ctx)
+	f := &fetcher{
+		ctx: ctx, cancel: cancel, client: client, cfg: cfg, bucket: bucket,
+		raw:  newBudget(cfg.fetchBudget()),
+		reqs: make(chan struct{}, cfg.MaxRequestsInFlight),
+		wake: make(chan struct{}, 1),
+	}
+	f.bufs = partBuffers(cfg.PartBytes, cfg.fetchBudget())
+	f.wg.Add(1)
+	go f.schedule()
+	return f
+}
+
+// add queues member m's bytes [from, planEnd) for fetching, after every member added before.
+func (f *fetcher) add(member Member, from, planEnd int64) *objectFetch {
+	ctx, cancel := context.WithCancel(f.ctx)
+	n := int64(1)
+	if planEnd > from {
+		n = (planEnd - from + f.cfg.PartBytes - 1) / f.cfg.PartBytes
+	}
+	of := &objectFetch{f: f, member: member, from: from, planEnd: planEnd, ctx: ctx, cancel: cancel,
+		parts: make(chan *part, n), next: from}
+	f.mu.Lock()
+	f.queue = append(f.queue, of)
+	f.mu.Unlock()
+	select {
+	case f.wake <- struct{}{}:
+	default:
+	}
+	return of
+}
+
+// schedule issues the queued objects' parts in order, each once the budget and a request
+// slot allow it.
+func (f *fetcher) schedule() {
+	defer f.wg.Done()
+	for {
+		f.mu.Lock()
+		var of *objectFetch
+		if len(f.queue) > 0 {
+			of = f.queue[0]
+			f.queue = f.queue[1:]
+			of.taken = true
+		}
+		f.mu.Unlock()
+		if of == nil {
+			select {
+			case <-f.wake:
+				continue
+			case <-f.ctx.Done():
+				return
+			}
+		}
+		if !f.issue(of) && f.ctx.Err() != nil {
+			return
+		}
+	}
+}
+
+// issue starts every part of of, in order; it reports false if of was dropped first.
+func (f *fetcher) issue(of *objectFetch) bool {
+	defer close(of.parts)
+	for first := true; first || of.next < of.planEnd; first = false {
+		n := min(f.cfg.PartBytes, max(of.planEnd-of.next, 0))
+		if !f.raw.acquire(of.ctx, n) {
+			return false
+		}
+		select {
+		case f.reqs <- struct{}{}:
+		case <-of.ctx.Done():
+			f.raw.release(n)
+			return false
+		}
+		p := &part{off: of.next, done: make(chan struct{})}
+		if n == f.cfg.PartBytes {
+			p.buf = f.bufs.get()
+		} else {
+			p.buf = make([]byte, n)
+		}
+		of.next += n
+		of.parts <- p // never blocks: the channel holds every part of the object
+		f.wg.Add(1)
+		go f.fetch(of, p)
+	}
+	return true
+}
+
+// fetch reads one part into its buffer.
+func (f *fetcher) fetch(of *objectFetch, p *part) {
+	defer f.wg.Done()
+	in := f.inFlight.Add(1)
+	for {
+		m := f.maxInFlight.Load()
+		if in <= m || f.maxInFlight.CompareAndSwap(m, in) {
+			break
+		}
+	}
+	r := &pinnedReader{ctx: of.ctx, client: f.client, cfg: f.cfg, bucket: f.bucket, member: of.member,
+		pos: p.off, end: p.off + int64(len(p.buf))}
+	p.err = r.readFull(p.buf)
+	r.Close()
+	f.inFlight.Add(-1)
+	<-f.reqs
+	f.gets.Add(int64(r.gets))
+	f.resumes.Add(int64(r.resumes))
+	f.rawBytes.Add(r.raw)
+	if p.err != nil && of.ctx.Err() != nil {
+		f.cancelled.Add(1)
+	}
+	close(p.done)
+}
+
+// releasePart returns p's bytes to the budget and its buffer to the pool, once.
+func (f *fetcher) releasePart(p *part) {
+	if p.released.Swap(true) {
+		return
+	}
+	f.raw.release(int64(len(p.buf)))
+	if int64(len(p.buf)) == f.cfg.PartBytes {
+		f.bufs.put(p.buf)
+	}
+	p.buf = nil
+}
+
+// drop cancels of's requests and frees every part not yet consumed: the object failed, was
+// read to its end, or was split away. It waits for the parts in flight to end.
+func (of *objectFetch) drop() {
+	of.cancel()
+	f := of.f
+	f.mu.Lock()
+	if !of.taken {
+		// Never reached by the scheduler: take it out of the queue unissued.
+		of.taken = true
+		for i, q := range f.queue {
+			if q == of {
+				f.queue = append(f.queue[:i:i], f.queue[i+1:]...)
+				break
+			}
+		}
+		close(of.parts)
+	}
+	f.mu.Unlock()
+	for p := range of.parts {
+		<-p.done
+		if p.err == nil && !p.released.Load() {
+			f.droppedBytes.Add(int64(len(p.buf)))
+		}
+		f.releasePart(p)
+	}
+}
+
+// close ends every request and waits for the fetcher's goroutines.
+func (f *fetcher) close() {
+	f.cancel()
+	f.mu.Lock()
+	queued := f.queue
+	f.queue = nil
+	f.mu.Unlock()
+	for _, of := range queued {
+		of.cancel()
+	}
+	f.wg.Wait()
+}
+
+// stream returns the bytes of of in order, from of.from to the object's end.
+func (of *objectFetch) stream() *objectStream { return &objectStream{of: of, pos: of.from} }
+
+// objectStream is an io.Reader over one object's fetched parts. It is read by one goroutine.
+type objectStream struct {
+	of       *objectFetch
+	cur      *part
+	curOff   int
+	pos      int64 // object offset of the next byte Read returns
+	consumed int64 // bytes Read returned
+	done     bool  // the planned parts are all consumed
+	tail     *pinnedReader
+}
+
+func (s *objectStream) Read(p []byte) (int, error) {
+	for {
+		if s.cur != nil {
+			if s.curOff < len(s.cur.buf) {
+				n := copy(p, s.cur.buf[s.curOff:])
+				s.curOff += n
+				s.pos += int64(n)
+				s.consumed += int64(n)
+				return n, nil
+			}
+			s.of.f.releasePart(s.cur)
+			s.cur = nil
+		}
+		if s.done {
+			return s.readTail(p)
+		}
+		var pt *part
+		var ok bool
+		select {
+		case pt, ok = <-s.of.parts:
+		case <-s.of.ctx.Done():
+			return 0, &sourceReadError{offset: s.pos, attempts: 1, err: s.of.ctx.Err()}
+		}
+		if !ok {
+			s.done = true
+			continue
+		}
+		<-pt.done
+		if pt.err != nil {
+			s.of.f.releasePart(pt)
+			return 0, pt.err
+		}
+		s.cur, s.curOff = pt, 0
+	}
+}
+
+// readTail reads past the planned range, in segmentWindow requests: only a segment's
+// last record can straddle its planned end.
+func (s *objectStream) readTail(p []byte) (int, error) {
+	if s.pos >= s.of.member.Size || s.of.planEnd >= s.of.member.Size {
+		return 0, io.EOF
+	}
+	if s.tail == nil {
+		s.tail = &pinnedReader{ctx: s.of.ctx, client: s.of.f.client, cfg: s.of.f.cfg, bucket: s.of.f.bucket,
+			member: s.of.member, pos: s.pos, end: s.of.member.Size, firstLimit: min(s.pos+segmentWindow, s.of.member.Size), window: segmentWindow}
+	}
+	n, err := s.tail.Read(p)
+	s.pos += int64(n)
+	s.consumed += int64(n)
+	return n, err
+}
+
+// close releases what the stream holds and drops the object's remaining parts.
+func (s *objectStream) close() {
+	if s.cur != nil {
+		s.of.f.releasePart(s.cur)
+		s.cur = nil
+	}
+	s.of.drop()
+	if s.tail != nil {
+		s.tail.Close()
+		f := s.of.f
+		f.gets.Add(int64(s.tail.gets))
+		f.resumes.Add(int64(s.tail.resumes))
+		f.rawBytes.Add(s.tail.raw)
+		s.tail = nil
+	}
+}
+
+// budget bounds a reader's buffered bytes. An acquisition larger than the whole budget is
+// let through when nothing else is held, so that one oversized part cannot stall the read.
+type budget struct {
+	limit int64
+	mu    sync.Mutex
+	used  int64
+	peak  int64
+	freed chan struct{}
+}
+
+func newBudget(limit int64) *budget { return &budget{limit: limit, freed: make(chan struct{}, 1)} }
+
+// acquire waits until n bytes fit, and reports false if ctx ends first.
+func (b *budget) acquire(ctx context.Context, n int64) bool {
+	for {
+		b.mu.Lock()
+		if b.used+n <= b.limit || b.used == 0 {
+			b.used += n
+			b.peak = max(b.peak, b.used)
+			b.mu.Unlock()
+			return true
+		}
+		b.mu.Unlock()
+		select {
+		case <-b.freed:
+		case <-ctx.Done():
+			return false
+		}
+	}
+}
+
+func (b *budget) release(n int64) {
+	b.mu.Lock()
+	b.used -= n
+	if b.used < 0 {
+		b.mu.Unlock()
+		panic(errors.New("s3io: buffer budget released more than it acquired"))
+	}
+	b.mu.Unlock()
+	select {
+	case b.freed <- struct{}{}:
+	default:
+	}
+}
+
+// inUse returns the bytes held now and at most so far.
+func (b *budget) inUse() (used, peak int64) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.used, b.peak
+}
