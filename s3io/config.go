@@ -42,7 +42,7 @@ const (
 // than the one emitting. Those windows come out of Config.ReadBufferBytes.
 const (
 	decodeAhead       = 1
-	decodeWindowBytes = 4 << 20
+	decodeWindowBytes = 8 << 20
 )
 
 // Hard limits that keep a position packable into an int64 (see Position.Pack) and a
@@ -229,7 +229,7 @@ func (c Config) Validate() error {
 // bounds the fetched parts.
 const (
 	decodeWindows      = (decodeAhead + 1) * decodeWindowBytes
-	minReadBufferBytes = decodeWindows + 1<<20
+	minReadBufferBytes = decodeWindows + 64<<10
 )
 
 // fetchBudget is the bytes a reader may hold in fetched parts.

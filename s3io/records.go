@@ -154,7 +154,7 @@ func (r *recordReader) fill() error {
 // Framing runs ahead of the reader's claims, on its own goroutine, up to the object's
 // decoding window.
 const (
-	batchRecords = 512
+	batchRecords = 2048
 	batchBytes   = 256 << 10
 	batchesAhead = decodeWindowBytes / batchBytes
 )
