@@ -28,8 +28,9 @@ import (
 // Request is one object GET the server answered.
 type Request struct {
 	Key   string
-	Range string // the Range header, "" for a whole-object GET
-	Bytes int64  // body bytes written
+	Range string    // the Range header, "" for a whole-object GET
+	Bytes int64     // body bytes written
+	At    time.Time // when the server received it
 }
 
 // Fault disturbs the next Times GETs of a key.
@@ -81,7 +82,7 @@ func New(t testing.TB) *Server {
 		// Logged before the body is written and counted before each write: a client may
 		// finish reading before this handler returns.
 		s.mu.Lock()
-		s.reqs = append(s.reqs, &Request{Key: key, Range: r.Header.Get("Range")})
+		s.reqs = append(s.reqs, &Request{Key: key, Range: r.Header.Get("Range"), At: time.Now()})
 		req := s.reqs[len(s.reqs)-1]
 		s.mu.Unlock()
 		inner.ServeHTTP(&countingWriter{ResponseWriter: w, srv: s, req: req, fault: s.takeFault(key, r.Header.Get("Range"))}, r)
