@@ -41,17 +41,29 @@ const childCommand = "run"
 // prism may print other things.
 const resultMarker = "S3IO-BENCH-RESULT "
 
-// The variants. loop1 and loop2 are the plain SDK loop with one and two readers: two readers
-// on this 2-core machine is the limit a Beam pipeline can hope to approach.
+// The variants. loop1, loop2 and loop32 are the plain SDK loop with that many GETs in
+// flight: two readers on this 2-core machine is the limit a Beam pipeline can hope to
+// approach on loopback, and 32 the yardstick for reads bound by request latency (--shape).
+// s3io-unshaped and s3io-direct are s3io through the proxy with shaping off, and straight
+// to the server; the parent decides the endpoint, the child runs them as s3io.
 const (
-	variantLoop1  = "loop1"
-	variantLoop2  = "loop2"
-	variantS3io   = "s3io"
-	variantTextio = "textio"
-	variantIdle   = "idle" // an s3io pipeline over an empty prefix: the baseline process
+	variantLoop1        = "loop1"
+	variantLoop2        = "loop2"
+	variantLoop32       = "loop32"
+	variantS3io         = "s3io"
+	variantS3ioUnshaped = "s3io-unshaped"
+	variantS3ioDirect   = "s3io-direct"
+	variantTextio       = "textio"
+	variantFloor        = "floor" // the same records emitted from memory: Beam's per-element floor
+	variantIdle         = "idle"  // an s3io pipeline over an empty prefix: the baseline process
 )
 
-var allVariants = []string{variantLoop1, variantLoop2, variantS3io, variantTextio}
+var (
+	defaultVariants = []string{variantLoop1, variantLoop2, variantS3io, variantTextio, variantFloor}
+	shapeVariants   = []string{variantS3io, variantLoop1, variantLoop2, variantLoop32, variantS3ioUnshaped, variantS3ioDirect, variantFloor}
+	knownVariants   = []string{variantLoop1, variantLoop2, variantLoop32, variantS3io, variantS3ioUnshaped, variantS3ioDirect, variantTextio, variantFloor, variantIdle}
+	loopReaders     = map[string]int{variantLoop1: 1, variantLoop2: 2, variantLoop32: 32}
+)
 
 // childResult is what a child reports on its result line.
 type childResult struct {
@@ -64,6 +76,11 @@ type childResult struct {
 	// Seconds is the time from the child's start to the end of reading, without process
 	// start-up and exit; the parent's wall time includes them.
 	Seconds float64 `json:"seconds"`
+	// PipelineSeconds and PipelineCPUSeconds are the wall and CPU time (getrusage) of
+	// beam.Run alone, for the pipeline variants: the floor is reported by these, without
+	// the generation of its records.
+	PipelineSeconds    float64 `json:"pipeline_seconds,omitempty"`
+	PipelineCPUSeconds float64 `json:"pipeline_cpu_seconds,omitempty"`
 	// VmHWMKiB is the peak resident set of this process's own memory map, from
 	// /proc/self/status just before the result is printed (see runResult.PeakRSSKiB).
 	VmHWMKiB int64 `json:"vmhwm_kib,omitempty"`
@@ -83,6 +100,8 @@ var (
 func init() {
 	register.DoFn2x0[context.Context, []byte](&countRecordsFn{})
 	register.DoFn2x0[context.Context, string](&countLinesFn{})
+	register.DoFn2x0[[]byte, func([]byte)](&floorFn{})
+	register.Emitter1[[]byte]()
 }
 
 // countRecordsFn counts s3io's records and their bytes in fields and adds them to counters
@@ -122,11 +141,14 @@ func (f *countLinesFn) FinishBundle(ctx context.Context) {
 func childMain(args []string) int {
 	started := time.Now()
 	fs := flag.NewFlagSet("s3io-bench "+childCommand, flag.ContinueOnError)
-	variant := fs.String("variant", "", "loop1, loop2, s3io, textio or idle")
+	variant := fs.String("variant", "", "one of "+strings.Join(knownVariants, ", "))
 	bucket := fs.String("bucket", "", "bucket to read")
 	prefix := fs.String("prefix", "", "prefix to read, without its trailing slash")
 	endpoint := fs.String("endpoint", "", "path-style S3 endpoint for loop and s3io (textio takes AWS_ENDPOINT_URL_S3)")
 	cpuprofile := fs.String("cpuprofile", "", "write a CPU profile of this run to this file")
+	size := fs.Int64("size", 0, "floor: decompressed bytes of the dataset whose records it emits")
+	objectSize := fs.Int64("object-size", 0, "floor: decompressed bytes per object")
+	recordSize := fs.Int("record-size", 0, "floor: average record size")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -149,14 +171,14 @@ func childMain(args []string) int {
 		}
 		ctx := context.Background()
 		switch *variant {
-		case variantLoop1:
-			return runLoop(ctx, 1, *bucket, *prefix, *endpoint, &res)
-		case variantLoop2:
-			return runLoop(ctx, 2, *bucket, *prefix, *endpoint, &res)
-		case variantS3io, variantIdle:
+		case variantLoop1, variantLoop2, variantLoop32:
+			return runLoop(ctx, loopReaders[*variant], *bucket, *prefix, *endpoint, &res)
+		case variantS3io, variantS3ioUnshaped, variantS3ioDirect, variantIdle:
 			return runS3io(ctx, *bucket, *prefix, *endpoint, &res)
 		case variantTextio:
 			return runTextio(ctx, *bucket, *prefix, &res)
+		case variantFloor:
+			return runFloor(ctx, *size, *objectSize, *recordSize, &res)
 		}
 		return fmt.Errorf("unknown variant %q", *variant)
 	}()
@@ -175,9 +197,9 @@ func childMain(args []string) int {
 }
 
 // runLoop is what a Go programmer writes without Beam: list the prefix with the
-// ListObjectsV2 paginator, then `readers` goroutines each GET whole objects, decompress
-// them and count lines. Response checksum validation is off, as in s3io, so both pay for
-// the same work.
+// ListObjectsV2 paginator, then `readers` goroutines each GET whole objects (so up to
+// `readers` GETs are in flight), decompress them and count lines. Response checksum
+// validation is off, as in s3io, so both pay for the same work.
 func runLoop(ctx context.Context, readers int, bucket, prefix, endpoint string, res *childResult) error {
 	cfg, err := awsconfig.LoadDefaultConfig(ctx)
 	if err != nil {
@@ -324,18 +346,43 @@ func countLines(r io.Reader, buf []byte) (lines, n int64, err error) {
 }
 
 // runS3io reads the prefix with s3io.Read on the in-process prism runner and counts with a
-// ParDo0 sink. The endpoint is the server's path-style URL; credentials come from the
-// environment, as on any worker.
+// ParDo0 sink. The endpoint is the server's (or the proxy's) path-style URL; credentials
+// come from the environment, as on any worker. Everything else is s3io's default: the
+// defaults are what is measured.
 func runS3io(ctx context.Context, bucket, prefix, endpoint string, res *childResult) error {
 	p, s := beam.NewPipelineWithRoot()
-	records := s3io.Read(s, s3io.Config{Bucket: bucket, Prefix: prefix + "/", Endpoint: endpoint, UsePathStyle: true, Framer: "ndjson"})
+	records := s3io.Read(s, s3io.Config{Bucket: bucket, Prefix: prefix + "/", Endpoint: endpoint, UsePathStyle: true, Region: "us-east-1"})
 	beam.ParDo0(s, &countRecordsFn{}, records)
-	pr, err := beam.Run(ctx, "prism", p)
-	collect(pr, res, true)
-	if err != nil {
-		return fmt.Errorf("s3io pipeline: %w", err)
+	return runPipeline(ctx, "s3io", p, res)
+}
+
+// floorData is what floorFn emits. prism runs in-process, so its workers see it.
+var floorData [][]byte
+
+// floorFn emits every record of floorData, newline removed, as s3io's framers emit them.
+type floorFn struct{}
+
+func (floorFn) ProcessElement(_ []byte, emit func([]byte)) {
+	for _, obj := range floorData {
+		for len(obj) > 0 {
+			i := bytes.IndexByte(obj, '\n') // every generated record ends with one
+			emit(obj[:i:i])
+			obj = obj[i+1:]
+		}
 	}
-	return nil
+}
+
+// runFloor is Beam's per-element floor: the main dataset's records, generated into memory
+// before the pipeline starts, emitted by one DoFn from an Impulse into the sink s3io's
+// records go to. Only beam.Run is timed (PipelineSeconds, PipelineCPUSeconds).
+func runFloor(ctx context.Context, size, objectSize int64, recordSize int, res *childResult) error {
+	if size <= 0 || objectSize <= 0 || recordSize <= 0 {
+		return errors.New("floor needs --size, --object-size and --record-size")
+	}
+	floorData = materialize(size, objectSize, recordSize)
+	p, s := beam.NewPipelineWithRoot()
+	beam.ParDo0(s, &countRecordsFn{}, beam.ParDo(s, &floorFn{}, beam.Impulse(s)))
+	return runPipeline(ctx, "floor", p, res)
 }
 
 // runTextio reads the prefix with Beam's textio over Beam's S3 filesystem, configured only
@@ -348,21 +395,28 @@ func runTextio(ctx context.Context, bucket, prefix string, res *childResult) err
 	p, s := beam.NewPipelineWithRoot()
 	lines := textio.Read(s, "s3://"+bucket+"/"+prefix+"/*")
 	beam.ParDo0(s, &countLinesFn{}, lines)
+	return runPipeline(ctx, "textio", p, res)
+}
+
+// runPipeline runs p on the in-process prism runner, times beam.Run in wall and CPU time,
+// and collects the counting DoFn's totals, and any s3io counters, from its result.
+func runPipeline(ctx context.Context, name string, p *beam.Pipeline, res *childResult) error {
+	start, cpu := time.Now(), selfCPU()
 	pr, err := beam.Run(ctx, "prism", p)
-	collect(pr, res, false)
+	res.PipelineSeconds, res.PipelineCPUSeconds = time.Since(start).Seconds(), (selfCPU() - cpu).Seconds()
+	if pr != nil {
+		collect(pr, res)
+	}
 	if err != nil {
-		return fmt.Errorf("textio pipeline: %w", err)
+		return fmt.Errorf("%s pipeline: %w", name, err)
 	}
 	return nil
 }
 
 // collect reads the counting DoFn's totals, and s3io's counters, from the pipeline result.
-func collect(pr beam.PipelineResult, res *childResult, s3ioCounters bool) {
-	if pr == nil {
-		return
-	}
+func collect(pr beam.PipelineResult, res *childResult) {
 	for _, c := range pr.Metrics().Query(func(r metrics.SingleResult) bool {
-		return r.Namespace() == benchNamespace || (s3ioCounters && r.Namespace() == s3io.MetricsNamespace)
+		return r.Namespace() == benchNamespace || r.Namespace() == s3io.MetricsNamespace
 	}).Counters() {
 		switch {
 		case c.Namespace() == benchNamespace && c.Name() == "records":

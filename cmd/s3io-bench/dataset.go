@@ -15,6 +15,7 @@ import (
 	"runtime"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -32,11 +33,13 @@ const generatorVersion = 1
 // The formats of the main dataset, each under a prefix of its own name, and the prefixes
 // only some runs use.
 const (
-	formatPlain = "plain"
-	formatGzip  = "gzip"
-	formatZstd  = "zstd"
-	prefixBig   = "big"   // one large plain object, for the memory check
-	prefixEmpty = "empty" // never written: the idle pipeline lists it and finds nothing
+	formatPlain  = "plain"
+	formatGzip   = "gzip"
+	formatZstd   = "zstd"
+	prefixBig    = "big"    // one large plain object, for the memory check
+	prefixSmall  = "small"  // many small plain objects (--small), where request latency dominates
+	prefixEmpty  = "empty"  // never written: the idle pipeline lists it and finds nothing
+	prefixMemory = "memory" // never written: the floor's records, generated in its own memory
 )
 
 var allFormats = []string{formatPlain, formatGzip, formatZstd}
@@ -48,6 +51,7 @@ var extension = map[string]string{
 	formatGzip:  ".ndjson.gz",
 	formatZstd:  ".ndjson.zst",
 	prefixBig:   ".ndjson",
+	prefixSmall: ".ndjson",
 }
 
 // datasetParams are the flags that determine the dataset's content. The bucket name is
@@ -155,12 +159,12 @@ func storedObjects(ctx context.Context, client *s3.Client, bucket, prefix string
 	return out, nil
 }
 
-// upToDate reports whether the server holds exactly the objects the manifest lists for
-// prefix, with their sizes: a manifest alone is not trusted, since the server's directory
-// may have been cleaned separately.
-func upToDate(ctx context.Context, client *s3.Client, m *manifest, prefix string, target int64) (bool, error) {
+// upToDate reports whether the manifest lists objects objects of target bytes in all for
+// prefix, and the server holds exactly those objects, with their sizes: a manifest alone is
+// not trusted, since the server's directory may have been cleaned separately.
+func upToDate(ctx context.Context, client *s3.Client, m *manifest, prefix string, target int64, objects int) (bool, error) {
 	pm := m.Prefixes[prefix]
-	if pm == nil || pm.TargetBytes != target {
+	if pm == nil || pm.TargetBytes != target || len(pm.Objects) != objects {
 		return false, nil
 	}
 	stored, err := storedObjects(ctx, client, m.Bucket, prefix)
@@ -294,13 +298,21 @@ func fillObject(dst []byte, obj int64, limit int64, recordSize int) ([]byte, int
 	}
 }
 
-// generateFormats generates the main dataset for the formats listed: ceil(size/objectSize)
-// objects of up to objectSize decompressed bytes, the same records in every format, with up
-// to GOMAXPROCS objects generated, compressed and uploaded at once.
-func generateFormats(ctx context.Context, client *s3.Client, m *manifest, formats []string, progress io.Writer) error {
-	p := m.Params
+// objectCount is how many objects of up to objectSize bytes hold size bytes.
+func objectCount(size, objectSize int64) int { return int((size + objectSize - 1) / objectSize) }
+
+// objectLimit is the most decompressed bytes object i of a size-byte dataset may hold.
+func objectLimit(i int, size, objectSize int64) int64 {
+	return min(objectSize, size-int64(i)*objectSize)
+}
+
+// generate generates objectCount(size, objectSize) objects of up to objectSize decompressed
+// bytes under each of prefixes (a format's, or small/, which is plain), the same records
+// under every prefix, with up to GOMAXPROCS objects generated, compressed and uploaded at
+// once.
+func generate(ctx context.Context, client *s3.Client, m *manifest, prefixes []string, size, objectSize int64, progress io.Writer) error {
 	started := time.Now()
-	nObjects := int((p.Size + p.ObjectSize - 1) / p.ObjectSize)
+	nObjects := objectCount(size, objectSize)
 	type result struct {
 		infos map[string]objectInfo
 		err   error
@@ -324,11 +336,10 @@ func generateFormats(ctx context.Context, client *s3.Client, m *manifest, format
 			}
 			defer zs.Close()
 			for i := range jobs {
-				limit := min(p.ObjectSize, p.Size-int64(i)*p.ObjectSize)
 				var records int64
-				plain, records = fillObject(plain, int64(i), limit, p.RecordSize)
+				plain, records = fillObject(plain, int64(i), objectLimit(i, size, objectSize), m.Params.RecordSize)
 				infos := map[string]objectInfo{}
-				for _, f := range formats {
+				for _, f := range prefixes {
 					body := plain
 					switch f {
 					case formatGzip:
@@ -355,7 +366,7 @@ func generateFormats(ctx context.Context, client *s3.Client, m *manifest, format
 				mu.Lock()
 				done++
 				if done%max(1, nObjects/8) == 0 || done == nObjects {
-					fmt.Fprintf(progress, "  generated %d/%d objects in %s (%.0fs)\n", done, nObjects, formatList(formats), time.Since(started).Seconds())
+					fmt.Fprintf(progress, "  generated %d/%d objects in %s (%.0fs)\n", done, nObjects, formatList(prefixes), time.Since(started).Seconds())
 				}
 				mu.Unlock()
 			}
@@ -379,8 +390,8 @@ feed:
 			return r.err
 		}
 	}
-	for _, f := range formats {
-		pm := &prefixManifest{Prefix: f, TargetBytes: p.Size, GeneratedAt: time.Now().UTC(), GenerateSeconds: time.Since(started).Seconds()}
+	for _, f := range prefixes {
+		pm := &prefixManifest{Prefix: f, TargetBytes: size, GeneratedAt: time.Now().UTC(), GenerateSeconds: time.Since(started).Seconds()}
 		for _, r := range results {
 			o := r.infos[f]
 			pm.Objects = append(pm.Objects, o)
@@ -394,6 +405,27 @@ feed:
 		m.Prefixes[f] = pm
 	}
 	return nil
+}
+
+// materialize generates the records of the main dataset (every format holds the same ones)
+// into memory outside the Go heap, one slice per object, GOMAXPROCS objects at a time. Off
+// the heap, gigabytes of records leave the garbage collector's pacing as it is in a reading
+// process, whose live heap is small.
+func materialize(size, objectSize int64, recordSize int) [][]byte {
+	region := offHeap(int(size))
+	objects := make([][]byte, objectCount(size, objectSize))
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range min(runtime.GOMAXPROCS(0), len(objects)) {
+		wg.Go(func() {
+			for i := int(next.Add(1) - 1); i < len(objects); i = int(next.Add(1) - 1) {
+				off, limit := int64(i)*objectSize, objectLimit(i, size, objectSize)
+				objects[i], _ = fillObject(region[off:off:off+limit], int64(i), limit, recordSize)
+			}
+		})
+	}
+	wg.Wait()
+	return objects
 }
 
 // generateBig writes one plain NDJSON object of about size bytes to a temporary file in

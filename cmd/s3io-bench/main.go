@@ -1,11 +1,20 @@
 // Command s3io-bench measures how fast s3io reads an S3 prefix end to end, against a local
-// versitygw S3 server it starts itself, beside the two reads a user would compare it with: a
-// plain aws-sdk-go-v2 loop (one and two reader goroutines; two readers on a 2-core machine is
-// the limit a pipeline can approach) and Beam's own textio over Beam's S3 filesystem.
+// versitygw S3 server it starts itself, beside the reads a user would compare it with: a
+// plain aws-sdk-go-v2 loop (1, 2 or 32 GETs in flight; two readers on a 2-core machine is
+// the limit a pipeline can approach on loopback) and Beam's own textio over Beam's S3
+// filesystem; and beside Beam's per-element floor (the same records emitted from memory).
 //
 //	go run ./cmd/s3io-bench                                  # 2 GiB per format, 5 rounds
 //	go run ./cmd/s3io-bench --size 256MiB --rounds 1         # a quick check
 //	go run ./cmd/s3io-bench --big --variants s3io,loop1      # adds the 2 GiB-object memory check
+//	go run ./cmd/s3io-bench --shape --small                  # through a proxy shaped like S3
+//
+// Loopback has no first-byte latency and no per-connection bandwidth cap; real S3 has both.
+// --shape puts a proxy (internal/netshape) between the readers and the server that waits
+// --latency before each request and paces each response to --bandwidth, and compares s3io
+// through it with the loop at 1, 2 and 32 GETs in flight, with s3io through the unshaped
+// proxy and with s3io on loopback. --small adds a prefix of many small objects, where
+// latency dominates.
 //
 // It generates a deterministic NDJSON dataset once (plain, gzip and zstd copies of the same
 // records, under prefixes plain/, gzip/ and zstd/) into a persistent data directory that
@@ -35,6 +44,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/spate-io/beam-s3/internal/netshape"
 	"github.com/spate-io/beam-s3/internal/versitygw"
 )
 
@@ -62,16 +72,24 @@ type options struct {
 	cpuprofileDir             string
 	textioChecksums           bool
 	retryLoaded               int
+	shape                     bool
+	latency                   time.Duration
+	bandwidth                 byteSize
+	small                     bool
+	smallCount                int
+	smallSize                 byteSize
 }
 
 func parseOptions(args []string) (*options, error) {
-	o := &options{size: 2 << 30, objectSize: 16 << 20, bigSize: 2 << 30}
+	o := &options{size: 2 << 30, objectSize: 16 << 20, bigSize: 2 << 30, bandwidth: netshape.DefaultBytesPerSecond, smallSize: 64 << 10}
 	fs := flag.NewFlagSet("s3io-bench", flag.ContinueOnError)
 	fs.Var(&o.size, "size", "decompressed bytes per format (accepts 256MiB, 2GiB, 1.5GB, ...)")
 	fs.Var(&o.objectSize, "object-size", "decompressed bytes per object")
 	fs.IntVar(&o.recordSize, "record-size", 213, "average NDJSON record size in bytes, newline included (records vary by ±16)")
 	fs.IntVar(&o.rounds, "rounds", 5, "rounds: every selected format × variant runs once per round; the report gives medians")
-	variants := fs.String("variants", strings.Join(allVariants, ","), "variants to run: loop1, loop2 (the plain SDK loop with 1 or 2 readers), s3io, textio")
+	variants := fs.String("variants", "", fmt.Sprintf("variants to run: loop1, loop2, loop32 (the plain SDK loop with 1, 2 or 32 GETs in flight), s3io, textio, "+
+		"floor (Beam's per-element floor), idle; with --shape also s3io-unshaped, s3io-direct (default %s; with --shape %s)",
+		strings.Join(defaultVariants, ","), strings.Join(shapeVariants, ",")))
 	formats := fs.String("formats", strings.Join(allFormats, ","), "formats to read: plain, gzip, zstd (empty with --big: only the memory check)")
 	fs.BoolVar(&o.big, "big", false, "also read big/, ONE --big-size plain object, with s3io and loop1, and an idle s3io pipeline, to compare peak RSS")
 	fs.Var(&o.bigSize, "big-size", "size of the single object under big/ (with --big)")
@@ -85,14 +103,23 @@ func parseOptions(args []string) (*options, error) {
 	fs.StringVar(&o.cpuprofileDir, "cpuprofile", "", "write a CPU profile of every child run into this directory")
 	fs.IntVar(&o.retryLoaded, "retry-loaded", 2, "run a job again, up to this many times, when other processes took more than a fifth of a core during it (its numbers are not the machine's)")
 	fs.BoolVar(&o.textioChecksums, "textio-checksums", false, "let textio's S3 client validate response checksums (its SDK default); off matches the loop and s3io")
+	fs.BoolVar(&o.shape, "shape", false, "read through a proxy that adds --latency before each request and paces each response to --bandwidth, as S3 over a network")
+	fs.DurationVar(&o.latency, "latency", netshape.DefaultLatency, "with --shape: wait before forwarding each request (first-byte latency)")
+	fs.Var(&o.bandwidth, "bandwidth", "with --shape: bytes per second of each response (per connection; accepts 90MB, 100MiB, ...)")
+	fs.BoolVar(&o.small, "small", false, "also read small/: --small-count plain objects of --small-size each, with s3io and the loops")
+	fs.IntVar(&o.smallCount, "small-count", 4096, "objects under small/ (with --small)")
+	fs.Var(&o.smallSize, "small-size", "decompressed bytes per object under small/ (with --small)")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
 	if fs.NArg() > 0 {
 		return nil, fmt.Errorf("unexpected arguments %q", fs.Args())
 	}
+	if *variants == "" {
+		*variants = strings.Join(map[bool][]string{false: defaultVariants, true: shapeVariants}[o.shape], ",")
+	}
 	var err error
-	if o.variants, err = parseList("variant", *variants, append(slices.Clone(allVariants), variantIdle)); err != nil {
+	if o.variants, err = parseList("variant", *variants, knownVariants); err != nil {
 		return nil, err
 	}
 	if o.formats, err = parseList("format", *formats, allFormats); err != nil {
@@ -105,10 +132,18 @@ func parseOptions(args []string) (*options, error) {
 		return nil, errors.New("--record-size must be at least 120: the fixed fields of a record take about 105 bytes")
 	case int64(o.objectSize) < int64(o.recordSize)*2:
 		return nil, errors.New("--object-size must hold at least two records")
-	case len(o.formats) == 0 && !o.big:
-		return nil, errors.New("--formats is empty and --big is off: nothing to read")
-	case len(o.variants) == 0 && len(o.formats) > 0:
-		return nil, errors.New("--variants is empty: nothing to run on --formats")
+	case len(o.formats) == 0 && !o.big && !o.small:
+		return nil, errors.New("--formats is empty and --big and --small are off: nothing to read")
+	case len(o.variants) == 0 && (len(o.formats) > 0 || o.small):
+		return nil, errors.New("--variants names no variant: nothing to run on --formats")
+	case o.small && (o.smallCount < 1 || int64(o.smallSize) < int64(o.recordSize)*2):
+		return nil, errors.New("--small-count must be positive and --small-size must hold at least two records")
+	case o.shape && (o.latency < 0 || o.bandwidth <= 0):
+		return nil, errors.New("--latency must not be negative and --bandwidth must be positive")
+	case o.shape && slices.Contains(o.variants, variantTextio):
+		return nil, errors.New("textio cannot run with --shape: it reaches the server virtual-hosted, not through the proxy")
+	case !o.shape && (slices.Contains(o.variants, variantS3ioUnshaped) || slices.Contains(o.variants, variantS3ioDirect)):
+		return nil, errors.New("s3io-unshaped and s3io-direct compare with the shaped proxy: they need --shape")
 	case o.rounds < 1:
 		return nil, errors.New("--rounds must be at least 1")
 	case o.timeout <= 0:
@@ -122,6 +157,31 @@ func parseOptions(args []string) (*options, error) {
 // runsTextio reports whether any run reads with textio, which needs the hosts entry.
 func (o *options) runsTextio() bool {
 	return len(o.formats) > 0 && slices.Contains(o.variants, variantTextio)
+}
+
+// prefixes are what the main runs read, in table order: the formats, small/ with --small,
+// and the floor's records in memory.
+func (o *options) prefixes() []string {
+	out := slices.Clone(o.formats)
+	if o.small {
+		out = append(out, prefixSmall)
+	}
+	if len(o.formats) > 0 && slices.Contains(o.variants, variantFloor) {
+		out = append(out, prefixMemory)
+	}
+	return out
+}
+
+// reads reports whether variant runs on prefix among the main runs: the floor only on its
+// records in memory, small/ only with s3io and the loops; idle runs apart (see jobs).
+func reads(prefix, variant string) bool {
+	switch {
+	case prefix == prefixMemory || variant == variantFloor:
+		return prefix == prefixMemory && variant == variantFloor
+	case prefix == prefixSmall:
+		return variant == variantS3io || loopReaders[variant] > 0
+	}
+	return variant != variantIdle
 }
 
 func parseList(what, s string, allowed []string) ([]string, error) {
@@ -237,6 +297,19 @@ func bench(ctx context.Context, o *options) error {
 	if err := b.prepareData(ctx, gw); err != nil {
 		return err
 	}
+	var proxy *netshape.Proxy
+	if o.shape {
+		// In this process: its CPU time is counted with the server's (see runner.run).
+		shape := netshape.Shape{Latency: o.latency, BytesPerSecond: float64(o.bandwidth)}
+		if shape.Latency == 0 {
+			shape.Latency = -1 // none, rather than netshape's default
+		}
+		if proxy, err = netshape.New(gw.URL, shape); err != nil {
+			return fmt.Errorf("shaping proxy: %w", err)
+		}
+		defer proxy.Close()
+		fmt.Fprintf(os.Stderr, "shaping proxy on %s: %v before each request, %.0f MB/s per response\n", proxy.URL, o.latency, float64(o.bandwidth)/1e6)
+	}
 
 	// A directory per invocation, unique even for two started in the same second.
 	if err := os.MkdirAll(filepath.Join(o.dataDir, "logs"), 0o755); err != nil {
@@ -258,7 +331,7 @@ func bench(ctx context.Context, o *options) error {
 	}
 	defer resultsFile.Close()
 
-	r := &runner{exe: exe, gw: gw, bucket: bucket, opts: o, logDir: logDir}
+	r := &runner{exe: exe, gw: gw, proxy: proxy, bucket: bucket, opts: o, logDir: logDir}
 	b.textioEnv = r.textioEnv()
 	jobs := b.jobs()
 	b.loadAvg = loadAverage()
@@ -322,7 +395,7 @@ func (b *benchRun) prepareData(ctx context.Context, gw *versitygw.Process) error
 	}
 	var missing []string
 	for _, f := range o.formats {
-		ok, err := upToDate(ctx, client, m, f, int64(o.size))
+		ok, err := upToDate(ctx, client, m, f, int64(o.size), objectCount(int64(o.size), int64(o.objectSize)))
 		if err != nil {
 			return err
 		}
@@ -334,7 +407,7 @@ func (b *benchRun) prepareData(ctx context.Context, gw *versitygw.Process) error
 	if len(missing) > 0 {
 		fmt.Fprintf(os.Stderr, "generating %s of NDJSON per format (%s objects, ~%d-byte records) for %s into s3://%s\n",
 			o.size, o.objectSize, o.recordSize, formatList(missing), m.Bucket)
-		if err := generateFormats(ctx, client, m, missing, os.Stderr); err != nil {
+		if err := generate(ctx, client, m, missing, int64(o.size), int64(o.objectSize), os.Stderr); err != nil {
 			return fmt.Errorf("generate %s: %w", formatList(missing), err)
 		}
 		if err := m.save(o.dataDir); err != nil {
@@ -342,8 +415,25 @@ func (b *benchRun) prepareData(ctx context.Context, gw *versitygw.Process) error
 		}
 		b.generated = append(b.generated, missing...)
 	}
+	if o.small {
+		total := int64(o.smallCount) * int64(o.smallSize)
+		ok, err := upToDate(ctx, client, m, prefixSmall, total, o.smallCount)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			fmt.Fprintf(os.Stderr, "generating %d plain NDJSON objects of %s under small/\n", o.smallCount, o.smallSize)
+			if err := generate(ctx, client, m, []string{prefixSmall}, total, int64(o.smallSize), os.Stderr); err != nil {
+				return fmt.Errorf("generate small/: %w", err)
+			}
+			if err := m.save(o.dataDir); err != nil {
+				return err
+			}
+			b.generated = append(b.generated, prefixSmall)
+		}
+	}
 	if o.big {
-		ok, err := upToDate(ctx, client, m, prefixBig, int64(o.bigSize))
+		ok, err := upToDate(ctx, client, m, prefixBig, int64(o.bigSize), 1)
 		if err != nil {
 			return err
 		}
@@ -370,25 +460,24 @@ func (b *benchRun) prepareData(ctx context.Context, gw *versitygw.Process) error
 // job is one child run.
 type job struct {
 	round   int
-	prefix  string // plain, gzip, zstd, big or empty
+	prefix  string // a format, small, memory, big or empty
 	variant string
 }
 
-// jobs lists the runs round by round. Each round visits every format and variant once, and
+// jobs lists the runs round by round. Each round visits every prefix and variant once, and
 // the order rotates from round to round, so that no variant always runs first, or right
 // after the same neighbour, while caches and CPU frequency drift.
 func (b *benchRun) jobs() []job {
 	o := b.opts
+	prefixes := o.prefixes()
 	var out []job
 	for r := 0; r < o.rounds; r++ {
-		for fi := range o.formats {
-			f := o.formats[(fi+r)%len(o.formats)]
+		for pi := range prefixes {
+			p := prefixes[(pi+r)%len(prefixes)]
 			for vi := range o.variants {
-				v := o.variants[(vi+r)%len(o.variants)]
-				if v == variantIdle {
-					continue // idle reads no format; it runs once per round below
+				if v := o.variants[(vi+r)%len(o.variants)]; reads(p, v) {
+					out = append(out, job{round: r + 1, prefix: p, variant: v})
 				}
-				out = append(out, job{round: r + 1, prefix: f, variant: v})
 			}
 		}
 		var extra []job

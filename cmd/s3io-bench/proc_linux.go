@@ -27,6 +27,25 @@ func usage(ps *os.ProcessState) (cpu time.Duration, maxRSSKiB int64) {
 	return tv(ru.Utime) + tv(ru.Stime), ru.Maxrss // Linux reports ru_maxrss in KiB
 }
 
+// selfCPU returns the CPU time (user + system) this process has used so far.
+func selfCPU() time.Duration {
+	var ru syscall.Rusage
+	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// offHeap returns n zeroed bytes of anonymous memory outside the Go heap, which the garbage
+// collector neither scans nor counts towards its next cycle; it is never freed.
+func offHeap(n int) []byte {
+	b, err := syscall.Mmap(-1, 0, n, syscall.PROT_READ|syscall.PROT_WRITE, syscall.MAP_ANON|syscall.MAP_PRIVATE)
+	if err != nil {
+		panic(fmt.Sprintf("mmap %d bytes: %v", n, err))
+	}
+	return b
+}
+
 // clockTicks is USER_HZ, the unit of /proc/<pid>/stat times: 100 on every Linux
 // architecture Go supports, and not obtainable without cgo.
 const clockTicks = 100

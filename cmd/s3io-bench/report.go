@@ -20,10 +20,7 @@ type cell struct {
 }
 
 func (b *benchRun) cell(prefix, variant string) *cell {
-	c := &cell{prefix: prefix, variant: variant, want: b.manifest.Prefixes[prefix]}
-	if prefix == prefixEmpty {
-		c.want = &prefixManifest{Prefix: prefixEmpty}
-	}
+	c := &cell{prefix: prefix, variant: variant, want: b.want(prefix)}
 	for _, r := range b.results {
 		if r.Prefix != prefix || r.Variant != variant {
 			continue
@@ -35,6 +32,18 @@ func (b *benchRun) cell(prefix, variant string) *cell {
 		}
 	}
 	return c
+}
+
+// want is what reading prefix must yield: nothing for the empty prefix, and for the floor's
+// records in memory what every format holds.
+func (b *benchRun) want(prefix string) *prefixManifest {
+	switch {
+	case prefix == prefixEmpty:
+		return &prefixManifest{Prefix: prefixEmpty}
+	case prefix == prefixMemory && len(b.opts.formats) > 0:
+		return b.manifest.Prefixes[b.opts.formats[0]]
+	}
+	return b.manifest.Prefixes[prefix]
 }
 
 func (c *cell) ran() bool { return len(c.ok)+len(c.failed) > 0 }
@@ -66,7 +75,7 @@ func (c *cell) stat(f func(r runResult) float64) (med, lo, hi float64) {
 // mbps is decompressed MB (10^6 bytes) per second of wall time, counting only the bytes the
 // variant actually delivered.
 func (c *cell) mbps() (med, lo, hi float64) {
-	return c.stat(func(r runResult) float64 { return float64(r.Child.Bytes) / 1e6 / r.WallSeconds })
+	return c.stat(func(r runResult) float64 { return float64(r.Child.Bytes) / 1e6 / r.wall() })
 }
 
 // complete reports whether every successful run counted exactly the generated records and
@@ -190,6 +199,10 @@ func (b *benchRun) report() string {
 	p("- command: `%s`\n", commandLine())
 	p("- machine: %d CPUs (nproc), %s, %s RAM; GOMAXPROCS %d\n", runtime.NumCPU(), cpuModel(), memTotal(), runtime.GOMAXPROCS(0))
 	p("- software: %s; %s; S3 server versitygw %s (posix backend, loopback, `--quiet`)\n", runtime.Version(), moduleVersions(), b.gwVersion)
+	if o.shape {
+		p("- network shaping (`--shape`): a proxy in front of the server waits %v before forwarding each request and paces each response body to %.0f MB/s\n",
+			o.latency, float64(o.bandwidth)/1e6)
+	}
 	p("- s3io source: %s\n", b.sourceState)
 	p("- load average when the runs started: %s\n", b.loadAvg)
 	gen := "reused from the data directory (generation skipped)"
@@ -202,9 +215,9 @@ func (b *benchRun) report() string {
 
 	p("## Dataset\n\n")
 	p("| prefix | objects | stored MB | decompressed MB | ratio | records | bytes/record |\n|---|---:|---:|---:|---:|---:|---:|\n")
-	for _, f := range append(slices.Clone(o.formats), prefixBig) {
+	for _, f := range append(slices.Clone(o.formats), prefixSmall, prefixBig) {
 		pm := b.manifest.Prefixes[f]
-		if pm == nil || (f == prefixBig && !o.big) {
+		if pm == nil || (f == prefixBig && !o.big) || (f == prefixSmall && !o.small) {
 			continue
 		}
 		p("| %s/ | %d | %.1f | %.1f | %.2f | %s | %.1f |\n", f, len(pm.Objects), float64(pm.StoredBytes)/1e6,
@@ -213,8 +226,9 @@ func (b *benchRun) report() string {
 	}
 
 	var alarms []string
-	if len(o.formats) > 0 {
+	if len(o.prefixes()) > 0 {
 		alarms = b.throughput(&w)
+		b.ratios(&w)
 	}
 	if busy := b.foreignLoad(); busy != "" {
 		p("\n**Warning: the machine was not idle.** %s\n", busy)
@@ -237,10 +251,12 @@ func (b *benchRun) throughput(w *strings.Builder) (alarms []string) {
 	p := func(format string, args ...any) { fmt.Fprintf(w, format, args...) }
 	p("\n## Throughput: median of %s\n\n", plural(o.rounds, "round", "rounds"))
 	p("MB/s is 10^6 bytes of decompressed data delivered per second of the child's wall time (its range over the rounds in brackets). " +
-		"\"× limit\" divides by the 2-reader SDK loop (loop2) on the same format; \"× textio\" divides s3io by textio.\n\n")
-	p("| format | variant | MB/s | records/s | records counted / expected | check | wall s | CPU s | server CPU s | other CPU s | peak RSS MiB | × limit | × textio | runs ok |\n")
-	p("|---|---|---:|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---|\n")
-	for _, f := range o.formats {
+		"\"× limit\" divides by the 2-reader SDK loop (loop2) on the same format; \"× textio\" divides s3io by textio. " +
+		"\"GETs in flight\" is the most object GETs the shaping proxy served at once, for runs through it. " +
+		"The floor emits the records every format holds from memory; its wall and CPU s are beam.Run's alone.\n\n")
+	p("| format | variant | MB/s | records/s | records counted / expected | check | wall s | CPU s | server CPU s | other CPU s | peak RSS MiB | × limit | × textio | GETs in flight | runs ok |\n")
+	p("|---|---|---:|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---|\n")
+	for _, f := range o.prefixes() {
 		limit := b.cell(f, variantLoop2)
 		textio := b.cell(f, variantTextio)
 		for _, v := range o.variants {
@@ -294,8 +310,8 @@ func (b *benchRun) memory(w *strings.Builder) {
 			continue
 		}
 		mb, lo, hi := c.mbps()
-		wall, _, _ := c.stat(func(r runResult) float64 { return r.WallSeconds })
-		cpu, _, _ := c.stat(func(r runResult) float64 { return r.CPUSeconds })
+		wall, _, _ := c.stat(func(r runResult) float64 { return r.wall() })
+		cpu, _, _ := c.stat(func(r runResult) float64 { return r.cpu() })
 		rss, _, _ := c.stat(func(r runResult) float64 { return float64(r.PeakRSSKiB) / 1024 })
 		above := "—"
 		if c.variant != variantIdle && len(idle.ok) > 0 {
@@ -322,11 +338,25 @@ func (b *benchRun) method(w *strings.Builder) {
 		"(start to exit, so process start-up, pipeline construction and prism's start are included), its CPU time (user + system) from the rusage wait4 returns, "+
 		"and reads its one-line JSON result (records and decompressed bytes counted, and its peak RSS). "+
 		"Runs alternate round-robin over formats and variants, rotating the order each round.\n", progName)
-	p("- loop1/loop2: aws-sdk-go-v2 only: a ListObjectsV2 paginator, then 1 or 2 goroutines GET whole objects, decompress them " +
+	p("- loop1/loop2/loop32: aws-sdk-go-v2 only: a ListObjectsV2 paginator, then 1, 2 or 32 goroutines GET whole objects, decompress them " +
 		"(klauspost gzip; klauspost zstd with `WithDecoderConcurrency(1)`) and count lines with `bytes.IndexByte` over a 4 MiB buffer. " +
-		"**Response checksum validation is off** (`aws.ResponseChecksumValidationWhenRequired`), as in s3io. Two readers is the limit on this machine.\n")
-	p("- s3io: `s3io.Read(s, Config{Framer: \"ndjson\", Endpoint, UsePathStyle: true})` on the in-process prism runner into a ParDo0 DoFn that counts records " +
+		"**Response checksum validation is off** (`aws.ResponseChecksumValidationWhenRequired`), as in s3io. Two readers is the limit on this machine on loopback; " +
+		"32 GETs in flight is the yardstick when request latency bounds the read.\n")
+	p("- s3io: `s3io.Read(s, Config{Bucket, Prefix, Endpoint, UsePathStyle: true, Region: \"us-east-1\"})`, every other field at its default, " +
+		"on the in-process prism runner into a ParDo0 DoFn that counts records " +
 		"and bytes in fields and adds them to Beam counters once per bundle (FinishBundle); the totals are read from the PipelineResult's metrics.\n")
+	if slices.Contains(o.variants, variantFloor) {
+		p("- floor: Beam's per-element floor. The child generates the dataset's records (the generator's, as every format holds them) into memory outside the Go heap, " +
+			"then runs a prism pipeline in which one DoFn after an Impulse emits each record, newline removed, into the same counting DoFn as s3io. " +
+			"Its wall and CPU time are measured around `beam.Run` only (getrusage), not the generation; its peak RSS includes the records.\n")
+	}
+	if o.shape {
+		p("- `--shape`: s3io, the loops and s3io-unshaped read through a reverse proxy in the benchmark's own process (internal/netshape, net/http) that keeps the Host header "+
+			"and forwards everything. Shaped, it waits %v before forwarding each request (first-byte latency) and paces each response body to %.0f MB/s on an absolute "+
+			"schedule, in writes of 2 ms worth; s3io-unshaped runs through it with shaping off (the proxy's own cost), s3io-direct straight to the server on loopback. "+
+			"\"server CPU s\" includes the proxy's CPU time. The two-core floor for gzip is (floor CPU s + loop2 gzip CPU s) / 2: the wall time of a read that spreads "+
+			"Beam's per-element work and gzip decoding perfectly over two cores.\n", o.latency, float64(o.bandwidth)/1e6)
+	}
 	if o.runsTextio() {
 		b.describeTextio(p)
 	}
@@ -337,7 +367,7 @@ func (b *benchRun) method(w *strings.Builder) {
 		"a process had before execve into ru_maxrss, and Go spawns children with CLONE_VM, so a child's ru_maxrss is never below the RSS this benchmark "+
 		"had reached when it spawned the child (after generating a dataset in memory, ~107 MiB for every child, however small). "+
 		"%s. Both figures are in the per-run JSON.\n", b.rusageNote())
-	p("- The S3 server runs on the same %d cores; \"server CPU s\" is its CPU time during the run (from /proc/PID/stat). "+
+	p("- The S3 server runs on the same %d cores; \"server CPU s\" is its CPU time during the run (from /proc/PID/stat), plus this process's (getrusage). "+
 		"\"other CPU s\" is what every other process on the machine used meanwhile (/proc/stat minus the child and the server): "+
 		"well above zero, the run shared the cores with foreign load. After the first read the objects are served from the page cache.\n", runtime.NumCPU())
 	for _, n := range b.notes {
@@ -348,12 +378,12 @@ func (b *benchRun) method(w *strings.Builder) {
 // row renders one cell of the throughput table.
 func (b *benchRun) row(c, limit, textio *cell) string {
 	if len(c.ok) == 0 {
-		return fmt.Sprintf("| %s | %s | — | — | — | — | — | — | — | — | — | — | — | %s |", c.prefix, c.variant, c.runsText())
+		return fmt.Sprintf("| %s | %s | — | — | — | — | — | — | — | — | — | — | — | — | %s |", c.prefix, c.variant, c.runsText())
 	}
 	mb, lo, hi := c.mbps()
-	recs, _, _ := c.stat(func(r runResult) float64 { return float64(r.Child.Records) / r.WallSeconds })
-	wall, _, _ := c.stat(func(r runResult) float64 { return r.WallSeconds })
-	cpu, _, _ := c.stat(func(r runResult) float64 { return r.CPUSeconds })
+	recs, _, _ := c.stat(func(r runResult) float64 { return float64(r.Child.Records) / r.wall() })
+	wall, _, _ := c.stat(func(r runResult) float64 { return r.wall() })
+	cpu, _, _ := c.stat(func(r runResult) float64 { return r.cpu() })
 	srv, _, _ := c.stat(func(r runResult) float64 { return r.ServerCPUSeconds })
 	rss, _, _ := c.stat(func(r runResult) float64 { return float64(r.PeakRSSKiB) / 1024 })
 	xLimit, xTextio := "—", "—"
@@ -369,8 +399,57 @@ func (b *benchRun) row(c, limit, textio *cell) string {
 		}
 	}
 	other, _, _ := c.stat(func(r runResult) float64 { return r.OtherCPUSeconds })
-	return fmt.Sprintf("| %s | %s | %.0f [%.0f–%.0f] | %.2f M | %s | %s | %.2f | %.2f | %s | %s | %.0f | %s | %s | %s |",
-		c.prefix, c.variant, mb, lo, hi, recs/1e6, c.countText(), c.checkText(), wall, cpu, seconds(srv), seconds(other), rss, xLimit, xTextio, c.runsText())
+	inFlight := "—"
+	if c.ok[0].Proxy != nil {
+		n, _, _ := c.stat(func(r runResult) float64 { return float64(r.Proxy.MaxGetsInFlight) })
+		inFlight = fmt.Sprintf("%.0f", n)
+	}
+	return fmt.Sprintf("| %s | %s | %.0f [%.0f–%.0f] | %.2f M | %s | %s | %.2f | %.2f | %s | %s | %.0f | %s | %s | %s | %s |",
+		c.prefix, c.variant, mb, lo, hi, recs/1e6, c.countText(), c.checkText(), wall, cpu, seconds(srv), seconds(other), rss, xLimit, xTextio, inFlight, c.runsText())
+}
+
+// ratios writes the comparisons the shaped benchmark is judged by, as far as their runs
+// were made: s3io shaped against unshaped, against loop32 on small objects, and s3io on
+// loopback against the two-core floor for gzip.
+func (b *benchRun) ratios(w *strings.Builder) {
+	var lines []string
+	mbps := func(prefix, variant string) (float64, bool) {
+		c := b.cell(prefix, variant)
+		m, _, _ := c.mbps()
+		return m, len(c.ok) > 0 && m > 0
+	}
+	for _, f := range b.opts.formats {
+		s, ok1 := mbps(f, variantS3io)
+		u, ok2 := mbps(f, variantS3ioUnshaped)
+		if ok1 && ok2 {
+			lines = append(lines, fmt.Sprintf("%s: s3io shaped / s3io-unshaped throughput = %.0f / %.0f MB/s = **%.2f**", f, s, u, s/u))
+		}
+	}
+	s, ok1 := mbps(prefixSmall, variantS3io)
+	l, ok2 := mbps(prefixSmall, variantLoop32)
+	if ok1 && ok2 && b.opts.shape {
+		lines = append(lines, fmt.Sprintf("small/: s3io shaped / loop32 shaped = %.0f / %.0f MB/s = **%.2f**", s, l, s/l))
+	}
+	floor, loop2 := b.cell(prefixMemory, variantFloor), b.cell(formatGzip, variantLoop2)
+	if len(floor.ok) > 0 && len(loop2.ok) > 0 {
+		fc, _, _ := floor.stat(func(r runResult) float64 { return r.cpu() })
+		lc, _, _ := loop2.stat(func(r runResult) float64 { return r.cpu() })
+		twoCore := (fc + lc) / 2
+		line := fmt.Sprintf("gzip two-core floor = (floor CPU %.2f s + loop2 gzip CPU %.2f s) / 2 = %.2f s", fc, lc, twoCore)
+		loopback := map[bool]string{false: variantS3io, true: variantS3ioDirect}[b.opts.shape]
+		if c := b.cell(formatGzip, loopback); len(c.ok) > 0 {
+			wall, _, _ := c.stat(func(r runResult) float64 { return r.wall() })
+			line += fmt.Sprintf("; %s gzip wall %.2f s = **%.2f×** the floor", loopback, wall, wall/twoCore)
+		}
+		lines = append(lines, line)
+	}
+	if len(lines) == 0 {
+		return
+	}
+	fmt.Fprintf(w, "\n## Ratios (medians)\n\n")
+	for _, l := range lines {
+		fmt.Fprintf(w, "- %s\n", l)
+	}
 }
 
 // progressLine is the one-line summary printed after each run.
@@ -378,13 +457,14 @@ func (b *benchRun) progressLine(r runResult) string {
 	if !r.ok() {
 		return fmt.Sprintf("FAILED after %.1fs: %s", r.WallSeconds, shorten(r.Err, 300))
 	}
-	c := &cell{prefix: r.Prefix, variant: r.Variant, ok: []runResult{r}, want: b.manifest.Prefixes[r.Prefix]}
-	if r.Prefix == prefixEmpty {
-		c.want = &prefixManifest{}
+	c := &cell{prefix: r.Prefix, variant: r.Variant, ok: []runResult{r}, want: b.want(r.Prefix)}
+	proxy := ""
+	if r.Proxy != nil {
+		proxy = fmt.Sprintf("  GETs in flight %d", r.Proxy.MaxGetsInFlight)
 	}
-	return fmt.Sprintf("%7.0f MB/s  wall %6.2fs  cpu %6.2fs  server cpu %5.2fs  other cpu %5.2fs  rss %5.0f MiB  records %s %s",
-		float64(r.Child.Bytes)/1e6/r.WallSeconds, r.WallSeconds, r.CPUSeconds, r.ServerCPUSeconds, r.OtherCPUSeconds, float64(r.PeakRSSKiB)/1024,
-		c.countText(), strings.Trim(c.checkText(), "*"))
+	return fmt.Sprintf("%7.0f MB/s  wall %6.2fs  cpu %6.2fs  server cpu %5.2fs  other cpu %5.2fs  rss %5.0f MiB  records %s %s%s",
+		float64(r.Child.Bytes)/1e6/r.wall(), r.wall(), r.cpu(), r.ServerCPUSeconds, r.OtherCPUSeconds, float64(r.PeakRSSKiB)/1024,
+		c.countText(), strings.Trim(c.checkText(), "*"), proxy)
 }
 
 // progName is how the report names this program, whatever path `go run` built it at.

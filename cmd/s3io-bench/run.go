@@ -14,13 +14,15 @@ import (
 	"strings"
 	"time"
 
+	"github.com/spate-io/beam-s3/internal/netshape"
 	"github.com/spate-io/beam-s3/internal/versitygw"
 )
 
-// runner starts child runs against one server.
+// runner starts child runs against one server, and its shaping proxy with --shape.
 type runner struct {
 	exe    string
 	gw     *versitygw.Process
+	proxy  *netshape.Proxy // nil without --shape
 	bucket string
 	opts   *options
 	logDir string
@@ -45,23 +47,50 @@ type runResult struct {
 	// Go starts children with CLONE_VM, so that map is the parent's. ru_maxrss is therefore
 	// never below this benchmark's own peak RSS, however small the child.
 	RusageMaxRSSKiB int64 `json:"rusage_max_rss_kib"`
-	// ServerCPUSeconds is the CPU time the S3 server used during the run (negative when
-	// unknown): it shares the machine's cores with the child.
+	// ServerCPUSeconds is the CPU time the S3 side used during the run (negative when
+	// unknown): the server's, plus this process's, which runs the shaping proxy. It shares
+	// the machine's cores with the child.
 	ServerCPUSeconds float64 `json:"server_cpu_seconds"`
 	// OtherCPUSeconds is the CPU time every other process on the machine used during the
 	// run (negative when unknown). Well above zero, the run competed with foreign load.
 	OtherCPUSeconds float64 `json:"other_cpu_seconds"`
 	// Attempt counts the tries at this job; Discarded marks a try that foreign load spoiled
 	// and that was repeated (see --retry-loaded).
-	Attempt   int          `json:"attempt"`
-	Discarded bool         `json:"discarded,omitempty"`
-	Child     *childResult `json:"child,omitempty"`
-	Err       string       `json:"error,omitempty"`
-	Log       string       `json:"log"`
-	Profile   string       `json:"cpuprofile,omitempty"`
+	Attempt   int  `json:"attempt"`
+	Discarded bool `json:"discarded,omitempty"`
+	// Proxy is what the shaping proxy saw of a run through it; nil for a direct run.
+	Proxy   *proxyCounts `json:"proxy,omitempty"`
+	Child   *childResult `json:"child,omitempty"`
+	Err     string       `json:"error,omitempty"`
+	Log     string       `json:"log"`
+	Profile string       `json:"cpuprofile,omitempty"`
+}
+
+// proxyCounts are the shaping proxy's counters over one run.
+type proxyCounts struct {
+	Shaped          bool  `json:"shaped"`
+	Requests        int64 `json:"requests"`
+	Gets            int64 `json:"object_gets"`
+	MaxGetsInFlight int   `json:"max_object_gets_in_flight"`
 }
 
 func (r *runResult) ok() bool { return r.Err == "" }
+
+// wall and cpu are the seconds the report gives for a successful run: the child process's,
+// but beam.Run's alone for the floor, whose generation of records is not part of it.
+func (r *runResult) wall() float64 {
+	if r.Variant == variantFloor {
+		return r.Child.PipelineSeconds
+	}
+	return r.WallSeconds
+}
+
+func (r *runResult) cpu() float64 {
+	if r.Variant == variantFloor {
+		return r.Child.PipelineCPUSeconds
+	}
+	return r.CPUSeconds
+}
 
 // loadedFraction is how much of one core other processes may take during a run before its
 // numbers are considered spoiled: a fifth leaves room for the system's own background work.
@@ -121,7 +150,20 @@ func (r *runner) run(ctx context.Context, j job) runResult {
 	name := fmt.Sprintf("r%d-%s-%s", j.round, j.prefix, j.variant)
 	res := runResult{Round: j.round, Prefix: j.prefix, Variant: j.variant, ServerCPUSeconds: -1, OtherCPUSeconds: -1,
 		Log: filepath.Join(r.logDir, name+".log")}
-	args := []string{childCommand, "--variant", j.variant, "--bucket", r.bucket, "--prefix", j.prefix, "--endpoint", r.gw.URL}
+	// With --shape, every read but s3io-direct (and the memory check's) goes through the
+	// proxy, shaped but for s3io-unshaped.
+	endpoint := r.gw.URL
+	proxied := r.proxy != nil && j.variant != variantS3ioDirect && j.variant != variantFloor && j.prefix != prefixBig && j.prefix != prefixEmpty
+	if proxied {
+		endpoint = r.proxy.URL
+		r.proxy.SetShaping(j.variant != variantS3ioUnshaped)
+		r.proxy.Reset()
+	}
+	args := []string{childCommand, "--variant", j.variant, "--bucket", r.bucket, "--prefix", j.prefix, "--endpoint", endpoint}
+	if j.variant == variantFloor {
+		args = append(args, "--size", fmt.Sprint(int64(r.opts.size)), "--object-size", fmt.Sprint(int64(r.opts.objectSize)),
+			"--record-size", fmt.Sprint(r.opts.recordSize))
+	}
 	if r.opts.cpuprofileDir != "" {
 		res.Profile = filepath.Join(r.opts.cpuprofileDir, name+".pprof")
 		args = append(args, "--cpuprofile", res.Profile)
@@ -143,6 +185,7 @@ func (r *runner) run(ctx context.Context, j job) runResult {
 	setParentDeathSignal(cmd)
 
 	serverBefore, serverErr := processCPU(r.gw.Pid())
+	selfBefore := selfCPU()
 	busyBefore, busyErr := systemBusy()
 	start := time.Now()
 	waitErr := cmd.Start()
@@ -151,7 +194,10 @@ func (r *runner) run(ctx context.Context, j job) runResult {
 	}
 	res.WallSeconds = time.Since(start).Seconds()
 	if serverAfter, err := processCPU(r.gw.Pid()); err == nil && serverErr == nil {
-		res.ServerCPUSeconds = (serverAfter - serverBefore).Seconds()
+		res.ServerCPUSeconds = (serverAfter - serverBefore + selfCPU() - selfBefore).Seconds()
+	}
+	if proxied {
+		res.Proxy = &proxyCounts{Shaped: j.variant != variantS3ioUnshaped, Requests: r.proxy.Requests(), Gets: r.proxy.Gets(), MaxGetsInFlight: r.proxy.MaxInFlight()}
 	}
 	busyAfter, busyAfterErr := systemBusy()
 	if cmd.ProcessState != nil {

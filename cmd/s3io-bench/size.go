@@ -49,13 +49,14 @@ func (b *byteSize) Set(s string) error {
 
 func (b byteSize) String() string { return formatBytes(int64(b)) }
 
-// formatBytes renders n with the largest binary unit that divides it evenly, so that a
-// size prints back the way it is usually typed ("2GiB"), or in bytes.
+// formatBytes renders n with the largest binary unit, else decimal unit, that divides it
+// evenly, so that a size prints back the way it is usually typed ("2GiB", "90MB"), or in
+// bytes.
 func formatBytes(n int64) string {
 	for _, u := range []struct {
 		suffix string
 		mult   int64
-	}{{"TiB", 1 << 40}, {"GiB", 1 << 30}, {"MiB", 1 << 20}, {"KiB", 1 << 10}} {
+	}{{"TiB", 1 << 40}, {"GiB", 1 << 30}, {"MiB", 1 << 20}, {"KiB", 1 << 10}, {"TB", 1e12}, {"GB", 1e9}, {"MB", 1e6}, {"KB", 1e3}} {
 		if n >= u.mult && n%u.mult == 0 {
 			return strconv.FormatInt(n/u.mult, 10) + u.suffix
 		}
