@@ -106,6 +106,8 @@ type objectFetch struct {
 	// taken is set, under fetcher.mu, when the scheduler or a drop claims the object: from
 	// then on that side alone closes parts.
 	taken bool
+	// streamed objects are not fetched ahead: their reader streams them with one GET.
+	streamed bool
 }
 
 // part is one ranged GET of an object, buffered whole.
@@ -142,6 +144,10 @@ func (f *fetcher) add(member Member, from, planEnd int64) *objectFetch {
 	}
 	of := &objectFetch{f: f, member: member, from: from, planEnd: planEnd, ctx: ctx, cancel: cancel,
 		parts: make(chan *part, n), next: from}
+	if f.cfg.VerifyChecksums && from == 0 && planEnd == member.Size && member.Size > f.cfg.PartBytes {
+		// S3 checksums cover whole objects, so a checksummed read cannot be cut into parts.
+		of.streamed, of.planEnd = true, 0
+	}
 	f.mu.Lock()
 	f.queue = append(f.queue, of)
 	f.mu.Unlock()
@@ -182,6 +188,9 @@ func (f *fetcher) schedule() {
 // issue starts every part of of, in order; it reports false if of was dropped first.
 func (f *fetcher) issue(of *objectFetch) bool {
 	defer close(of.parts)
+	if of.streamed {
+		return true
+	}
 	for first := true; first || of.next < of.planEnd; first = false {
 		n := min(f.cfg.PartBytes, max(of.planEnd-of.next, 0))
 		if !f.raw.acquire(of.ctx, n) {
@@ -334,15 +343,20 @@ func (s *objectStream) Read(p []byte) (int, error) {
 	}
 }
 
-// readTail reads past the planned range, in segmentWindow requests: only a segment's
-// last record can straddle its planned end.
+// readTail streams what the planned parts do not cover: a streamed object whole, or past a
+// segment's planned range in segmentWindow requests (only a segment's last record can
+// straddle its planned end).
 func (s *objectStream) readTail(p []byte) (int, error) {
-	if s.pos >= s.of.member.Size || s.of.planEnd >= s.of.member.Size {
-		return 0, io.EOF
-	}
 	if s.tail == nil {
-		s.tail = &pinnedReader{ctx: s.of.ctx, client: s.of.f.client, cfg: s.of.f.cfg, bucket: s.of.f.bucket,
-			member: s.of.member, pos: s.pos, end: s.of.member.Size, firstLimit: min(s.pos+segmentWindow, s.of.member.Size), window: segmentWindow}
+		of := s.of
+		if !of.streamed && (s.pos >= of.member.Size || of.planEnd >= of.member.Size) {
+			return 0, io.EOF
+		}
+		s.tail = &pinnedReader{ctx: of.ctx, client: of.f.client, cfg: of.f.cfg, bucket: of.f.bucket,
+			member: of.member, pos: s.pos, end: of.member.Size}
+		if !of.streamed {
+			s.tail.firstLimit, s.tail.window = min(s.pos+segmentWindow, of.member.Size), segmentWindow
+		}
 	}
 	n, err := s.tail.Read(p)
 	s.pos += int64(n)

@@ -306,3 +306,24 @@ func TestPartAfterOverwriteIsQuarantined(t *testing.T) {
 	}
 	settleGoroutines(t)
 }
+
+// With VerifyChecksums an object larger than a part is streamed with one whole-object GET,
+// because S3 validates checksums of whole objects only; smaller ones are one part anyway.
+func TestVerifyChecksumsReadsWholeObjects(t *testing.T) {
+	fx := newFetchFixture(t, 16<<10, 64<<10, 4, []int{100 << 10, 5 << 10, 0})
+	fx.cfg.VerifyChecksums = true
+	f := newFetcher(context.Background(), fx.client, &fx.cfg, "fetch")
+	for i, m := range fx.members {
+		s := f.add(m, 0, m.Size).stream()
+		got, err := io.ReadAll(s)
+		s.close()
+		if err != nil || !bytes.Equal(got, fx.data[i]) {
+			t.Fatalf("%s: %d bytes, %v", m.Key, len(got), err)
+		}
+		if reqs := fx.srv.Requests(m.Key); len(reqs) != 1 || reqs[0].Range != "" {
+			t.Errorf("%s: GETs %+v, want one whole-object GET", m.Key, reqs)
+		}
+	}
+	f.close()
+	settleGoroutines(t)
+}
