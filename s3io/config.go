@@ -85,9 +85,11 @@ type Config struct {
 	// size of a descriptor and of its restriction whatever the object sizes.
 	MaxSplitMembers int
 	// InitialSplitBytes is the weight above which a descriptor's restriction is cut at
-	// member boundaries before reading (default SplitTargetBytes/4). Runners that split
-	// dynamically (prism, Dataflow) balance on their own; on Flink, which does not, this is
-	// what lets the members of one descriptor be read in parallel.
+	// member boundaries before reading (default SplitTargetBytes: no cut). Runners that
+	// split dynamically (prism, Dataflow) balance on their own; on Flink, which does not, a
+	// smaller value lets the members of one descriptor be read in parallel. Every
+	// restriction's read begins with one request's latency, which nothing can overlap when a
+	// runner reads restrictions one after another (prism): smaller restrictions cost more.
 	InitialSplitBytes int64
 	// MaxRecordBytes bounds one record (default 16 MiB). A longer record fails its object
 	// instead of growing memory without bound.
@@ -141,7 +143,7 @@ func (c Config) withDefaults() Config {
 		c.SplitTargetBytes = DefaultSplitTargetBytes
 	}
 	if c.InitialSplitBytes == 0 {
-		c.InitialSplitBytes = max(c.SplitTargetBytes/4, 1)
+		c.InitialSplitBytes = c.SplitTargetBytes
 	}
 	if c.MaxSplitMembers == 0 {
 		c.MaxSplitMembers = DefaultMaxSplitMembers
@@ -193,7 +195,7 @@ func (c Config) Validate() error {
 		return fmt.Errorf("s3io: Config.SplitTargetBytes is %d; it must be positive (0 means the default, %d)", c.SplitTargetBytes, DefaultSplitTargetBytes)
 	}
 	if c.InitialSplitBytes < 0 {
-		return fmt.Errorf("s3io: Config.InitialSplitBytes is %d; it must be positive (0 means the default, SplitTargetBytes/4)", c.InitialSplitBytes)
+		return fmt.Errorf("s3io: Config.InitialSplitBytes is %d; it must be positive (0 means the default, SplitTargetBytes)", c.InitialSplitBytes)
 	}
 	if c.MaxSplitMembers < 0 || c.MaxSplitMembers > maxSplitMembersLimit {
 		return fmt.Errorf("s3io: Config.MaxSplitMembers is %d; it must be between 1 and %d (0 means the default, %d)", c.MaxSplitMembers, maxSplitMembersLimit, DefaultMaxSplitMembers)

@@ -35,8 +35,8 @@ type fetcher struct {
 	mu     sync.Mutex
 	queue  []*objectFetch // objects with parts left to issue, in member order
 	wake   chan struct{}
-	closed bool
 	wg     sync.WaitGroup
+	issued int // parts issued (scheduler only)
 
 	gets, resumes, rawBytes, cancelled, droppedBytes atomic.Int64
 	maxInFlight                                      atomic.Int64
@@ -140,7 +140,7 @@ func (f *fetcher) add(member Member, from, planEnd int64) *objectFetch {
 	ctx, cancel := context.WithCancel(f.ctx)
 	n := int64(1)
 	if planEnd > from {
-		n = (planEnd - from + f.cfg.PartBytes - 1) / f.cfg.PartBytes
+		n = (planEnd-from+f.cfg.PartBytes-1)/f.cfg.PartBytes + int64(len(rampParts))
 	}
 	of := &objectFetch{f: f, member: member, from: from, planEnd: planEnd, ctx: ctx, cancel: cancel,
 		parts: make(chan *part, n), next: from}
@@ -192,7 +192,7 @@ func (f *fetcher) issue(of *objectFetch) bool {
 		return true
 	}
 	for first := true; first || of.next < of.planEnd; first = false {
-		n := min(f.cfg.PartBytes, max(of.planEnd-of.next, 0))
+		n := min(f.partSize(), max(of.planEnd-of.next, 0))
 		if !f.raw.acquire(of.ctx, n) {
 			return false
 		}
@@ -209,11 +209,25 @@ func (f *fetcher) issue(of *objectFetch) bool {
 			p.buf = make([]byte, n)
 		}
 		of.next += n
+		f.issued++
 		of.parts <- p // never blocks: the channel holds every part of the object
 		f.wg.Add(1)
 		go f.fetch(of, p)
 	}
 	return true
+}
+
+// rampParts are the sizes of a restriction's first parts. The decoder waits for the first
+// part whole, and on prism restrictions are read one after the other: a small first part
+// shortens the wait that begins every restriction from a request's latency plus a full
+// part's transfer to little more than the latency.
+var rampParts = [...]int64{256 << 10, 1 << 20}
+
+func (f *fetcher) partSize() int64 {
+	if f.issued < len(rampParts) {
+		return min(rampParts[f.issued], f.cfg.PartBytes)
+	}
+	return f.cfg.PartBytes
 }
 
 // fetch reads one part into its buffer.

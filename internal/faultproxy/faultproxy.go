@@ -1,7 +1,9 @@
 // Package faultproxy is a fault-injecting reverse proxy for tests, placed between an S3
-// reader and a real S3 server: it answers chosen object GETs with errors, breaks or stalls
-// their bodies, runs hooks before them, logs each with its Range and body bytes, and tracks
-// how many were in flight at once. It keeps the Host header, which SigV4 signs.
+// reader and a real S3 server: it answers chosen object GETs with errors, delays them, breaks
+// or stalls their bodies, runs hooks before them, logs each with its Range, body bytes and the
+// faults that took effect, and tracks how many were in flight at once. It keeps the Host
+// header, which SigV4 signs. Chaos builds a seeded random decider whose faults are all
+// transient: bounded per key and per Range, so that a reader with enough attempts recovers.
 package faultproxy
 
 import (
@@ -10,6 +12,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"sort"
 	"strings"
 	"sync"
 	"testing"
@@ -25,13 +28,49 @@ type Action struct {
 	// StallAfter and Stall pause the forwarded body.
 	StallAfter int64
 	Stall      time.Duration
+	// Delay > 0 holds the GET this long before it is answered or forwarded: a latency spike.
+	Delay time.Duration
+	// ResetAt and StallAt, in (0, 1), place the reset or the stall at that fraction of the
+	// forwarded body (its Content-Length), for deciders that do not know a response's size.
+	// A reset lands at least one byte in and one byte short of the end; a body too short for
+	// that is not broken. They override ResetAfter and StallAfter.
+	ResetAt, StallAt float64
 }
 
 // Get is one object GET the proxy saw.
 type Get struct {
 	Key, Range string
+	IfMatch    string // the If-Match header: the ETag the read is pinned to
 	Status     int
 	Bytes      int64
+	// Start is when the proxy received the GET, End when it finished answering it (zero
+	// while it is being answered).
+	Start, End time.Time
+	// What the proxy did to it: Injected when Status is the proxy's own answer; Delayed,
+	// Reset and Stalled when the latency spike, the broken connection or the pause of the
+	// body took place (a reset or a stall at or past the end of the body does not).
+	Injected, Delayed, Reset, Stalled bool
+
+	code string // the injected S3 error code
+}
+
+// Faults names the faults Get records, as Injected counts them: "<status> <code>" for an
+// injected error answer, "delay", "reset" and "stall".
+func (g Get) Faults() []string {
+	var out []string
+	if g.Injected {
+		out = append(out, fmt.Sprintf("%d %s", g.Status, g.code))
+	}
+	if g.Delayed {
+		out = append(out, "delay")
+	}
+	if g.Reset {
+		out = append(out, "reset")
+	}
+	if g.Stalled {
+		out = append(out, "stall")
+	}
+	return out
 }
 
 // Proxy sits between the reader and versitygw. Object GETs go through decide (n is
@@ -42,6 +81,9 @@ type Proxy struct {
 	upstream *url.URL
 	// Decide chooses what to do with the n-th GET of key (1-based); nil forwards all.
 	Decide func(key string, n int) Action
+	// DecideGet, when set, is used instead of Decide and also sees the GET's Range header
+	// ("" for a whole-object GET): concurrent ranged GETs of one key are told apart by it.
+	DecideGet func(key, rng string, n int) Action
 	// Before runs before the n-th GET of key is decided and forwarded.
 	Before func(key string, n int)
 
@@ -89,26 +131,40 @@ func (p *Proxy) serve(w http.ResponseWriter, r *http.Request) {
 		p.mu.Lock()
 		p.n[key]++
 		n := p.n[key]
-		entry = &Get{Key: key, Range: r.Header.Get("Range")}
+		entry = &Get{Key: key, Range: r.Header.Get("Range"), IfMatch: r.Header.Get("If-Match"), Start: time.Now()}
 		p.log = append(p.log, entry)
 		p.inFlight++
 		p.maxIn = max(p.maxIn, p.inFlight)
-		decide, before := p.Decide, p.Before
+		decide, decideGet, before := p.Decide, p.DecideGet, p.Before
 		p.mu.Unlock()
 		defer func() {
 			p.mu.Lock()
 			p.inFlight--
+			entry.End = time.Now()
 			p.mu.Unlock()
 		}()
 		if before != nil {
 			before(key, n)
 		}
-		if decide != nil {
+		switch {
+		case decideGet != nil:
+			act = decideGet(key, entry.Range, n)
+		case decide != nil:
 			act = decide(key, n)
+		}
+		if act.Delay > 0 {
+			p.mu.Lock()
+			entry.Delayed = true
+			p.mu.Unlock()
+			select {
+			case <-time.After(act.Delay):
+			case <-r.Context().Done():
+				return
+			}
 		}
 		if act.Status != 0 {
 			p.mu.Lock()
-			entry.Status = act.Status
+			entry.Status, entry.Injected, entry.code = act.Status, true, act.Code
 			p.mu.Unlock()
 			w.Header().Set("Content-Type", "application/xml")
 			w.WriteHeader(act.Status)
@@ -137,6 +193,22 @@ func (p *Proxy) serve(w http.ResponseWriter, r *http.Request) {
 	p.mu.Lock()
 	entry.Status = resp.StatusCode
 	p.mu.Unlock()
+	size := resp.ContentLength // -1 when unknown
+	if act.ResetAt > 0 && act.ResetAt < 1 {
+		act.ResetAfter = 0
+		if size >= 2 {
+			act.ResetAfter = min(max(int64(act.ResetAt*float64(size)), 1), size-1)
+		}
+	}
+	if act.StallAt > 0 && act.StallAt < 1 {
+		act.StallAfter = 0
+		if size >= 1 {
+			act.StallAfter = min(int64(act.StallAt*float64(size)), size-1)
+		} else if size == 0 {
+			act.Stall = 0
+		}
+	}
+	short := func(sent int64) bool { return size < 0 || sent < size } // the body is not all sent
 	buf := make([]byte, 32<<10)
 	var sent int64
 	stalled := false
@@ -152,12 +224,22 @@ func (p *Proxy) serve(w http.ResponseWriter, r *http.Request) {
 			w.(http.Flusher).Flush()
 			if act.Stall > 0 && !stalled {
 				stalled = true
+				if short(sent) {
+					p.mu.Lock()
+					entry.Stalled = true
+					p.mu.Unlock()
+				}
 				select {
 				case <-time.After(act.Stall):
 				case <-r.Context().Done():
 					return
 				}
 				continue
+			}
+			if short(sent) {
+				p.mu.Lock()
+				entry.Reset = true
+				p.mu.Unlock()
 			}
 			panic(http.ErrAbortHandler) // break the connection mid-body
 		}
@@ -175,6 +257,46 @@ func (p *Proxy) serve(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
+}
+
+// Log returns every logged object GET, in the order they arrived.
+func (p *Proxy) Log() []Get {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	out := make([]Get, len(p.log))
+	for i, g := range p.log {
+		out[i] = *g
+	}
+	return out
+}
+
+// Injected counts the faults that took effect on logged GETs, by the names Get.Faults gives
+// them.
+func (p *Proxy) Injected() map[string]int {
+	out := map[string]int{}
+	for _, g := range p.Log() {
+		for _, f := range g.Faults() {
+			out[f]++
+		}
+	}
+	return out
+}
+
+// FormatCounts renders counts such as Injected's in key order, for logs.
+func FormatCounts(c map[string]int) string {
+	keys := make([]string, 0, len(c))
+	for k := range c {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	var b strings.Builder
+	for i, k := range keys {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		fmt.Fprintf(&b, "%s: %d", k, c[k])
+	}
+	return b.String()
 }
 
 // Gets returns the logged GETs of key.
