@@ -42,7 +42,7 @@ const (
 // than the one emitting. Those windows come out of Config.ReadBufferBytes.
 const (
 	decodeAhead       = 1
-	decodeWindowBytes = 8 << 20
+	decodeWindowBytes = 4 << 20
 )
 
 // Hard limits that keep a position packable into an int64 (see Position.Pack) and a

@@ -30,7 +30,6 @@ type fetcher struct {
 
 	raw  *budget       // fetched bytes not yet consumed by a decoder
 	reqs chan struct{} // one token per request in flight
-	bufs *partPool     // buffers of Config.PartBytes, shared by the worker's readers
 
 	mu     sync.Mutex
 	queue  []*objectFetch // objects with parts left to issue, in member order
@@ -43,49 +42,67 @@ type fetcher struct {
 	inFlight                                         atomic.Int64
 }
 
-// partPools hold the idle part buffers of each part size in use, for every reader of the
-// worker: a restriction's read reuses the buffers an earlier one released instead of
-// leaving them to the garbage collector, which would let the heap grow to twice the bytes
-// in flight before collecting them.
+// Part buffers come in power-of-two size classes from minPartClass up, each with a free
+// list shared by every reader of the worker: a restriction's read reuses the buffers an
+// earlier one released instead of leaving them to the garbage collector, and parts of
+// small objects do not take a full part's memory.
+const minPartClass = 64 << 10
+
 var partPools struct {
 	sync.Mutex
-	bySize map[int64]*partPool
+	byClass map[int64]chan []byte
 }
 
-// partPool is a bounded free list of part buffers.
-type partPool struct {
-	size int64
-	free chan []byte
+// partClass is the capacity of the buffer a part of n bytes is read into.
+func partClass(n int64) int64 {
+	if n <= 0 {
+		return 0
+	}
+	c := int64(minPartClass)
+	for c < n {
+		c *= 2
+	}
+	return c
 }
 
-func partBuffers(size, budget int64) *partPool {
+// freeList returns the free list of class c, creating it to hold up to limit/c buffers.
+func freeList(c, limit int64) chan []byte {
 	partPools.Lock()
 	defer partPools.Unlock()
-	if p, ok := partPools.bySize[size]; ok {
-		return p
+	if l, ok := partPools.byClass[c]; ok {
+		return l
 	}
-	if partPools.bySize == nil {
-		partPools.bySize = map[int64]*partPool{}
+	if partPools.byClass == nil {
+		partPools.byClass = map[int64]chan []byte{}
 	}
-	p := &partPool{size: size, free: make(chan []byte, max(budget/size, 1))}
-	partPools.bySize[size] = p
-	return p
+	l := make(chan []byte, max(limit/c, 1))
+	partPools.byClass[c] = l
+	return l
 }
 
-func (p *partPool) get() []byte {
+// getPart returns a buffer of n bytes, of capacity partClass(n).
+func (f *fetcher) getPart(n int64) []byte {
+	c := partClass(n)
+	if c == 0 {
+		return nil
+	}
 	select {
-	case b := <-p.free:
-		return b
+	case b := <-freeList(c, f.cfg.fetchBudget()):
+		return b[:n]
 	default:
-		return allocPart(int(p.size))
+		return allocPart(int(c))[:n]
 	}
 }
 
-func (p *partPool) put(b []byte) {
+// putPart returns b to its class's free list, or frees it when the list is full.
+func (f *fetcher) putPart(b []byte) {
+	if cap(b) == 0 {
+		return
+	}
 	select {
-	case p.free <- b:
+	case freeList(int64(cap(b)), f.cfg.fetchBudget()) <- b[:cap(b)]:
 	default:
-		freePart(b)
+		freePart(b[:cap(b)])
 	}
 }
 
@@ -129,7 +146,6 @@ func newFetcher(ctx context.Context, client *s3.Client, cfg *Config, bucket stri
 		reqs: make(chan struct{}, cfg.MaxRequestsInFlight),
 		wake: make(chan struct{}, 1),
 	}
-	f.bufs = partBuffers(cfg.PartBytes, cfg.fetchBudget())
 	f.wg.Add(1)
 	go f.schedule()
 	return f
@@ -193,21 +209,17 @@ func (f *fetcher) issue(of *objectFetch) bool {
 	}
 	for first := true; first || of.next < of.planEnd; first = false {
 		n := min(f.partSize(), max(of.planEnd-of.next, 0))
-		if !f.raw.acquire(of.ctx, n) {
+		// The budget counts the memory a part takes: its buffer's whole capacity.
+		if !f.raw.acquire(of.ctx, partClass(n)) {
 			return false
 		}
 		select {
 		case f.reqs <- struct{}{}:
 		case <-of.ctx.Done():
-			f.raw.release(n)
+			f.raw.release(partClass(n))
 			return false
 		}
-		p := &part{off: of.next, done: make(chan struct{})}
-		if n == f.cfg.PartBytes {
-			p.buf = f.bufs.get()
-		} else {
-			p.buf = make([]byte, n)
-		}
+		p := &part{off: of.next, done: make(chan struct{}), buf: f.getPart(n)}
 		of.next += n
 		f.issued++
 		of.parts <- p // never blocks: the channel holds every part of the object
@@ -260,10 +272,8 @@ func (f *fetcher) releasePart(p *part) {
 	if p.released.Swap(true) {
 		return
 	}
-	f.raw.release(int64(len(p.buf)))
-	if int64(len(p.buf)) == f.cfg.PartBytes {
-		f.bufs.put(p.buf)
-	}
+	f.raw.release(int64(cap(p.buf)))
+	f.putPart(p.buf)
 	p.buf = nil
 }
 
