@@ -32,8 +32,8 @@ const (
 	// measurement through a proxy that adds 30 ms per request and paces each connection to
 	// 90 MB/s, as S3 does (README, "Performance"): enough parts in flight to hide the
 	// latency of each and to add up many connections' bandwidth, within a memory bound.
-	DefaultReadBufferBytes     = 64 << 20
-	DefaultPartBytes           = 4 << 20
+	DefaultReadBufferBytes     = 40 << 20
+	DefaultPartBytes           = 2 << 20
 	DefaultMaxRequestsInFlight = 32
 )
 
@@ -112,12 +112,14 @@ type Config struct {
 	// job someone else's data.
 	ExpectedBucketOwner string
 	// ReadBufferBytes bounds the bytes one reader holds ahead of what it emits (default
-	// 64 MiB): parts fetched and not yet decoded, plus up to 8 MiB of decoded records for each
-	// of the two objects being decoded at a time (so at least 32 MiB). Each worker thread
-	// reading a split has its own.
+	// 40 MiB): parts fetched and not yet decoded (each counted at its size rounded up to a
+	// power of two), plus up to 4 MiB of decoded records for each of the two objects being
+	// decoded at a time (so at least 8 MiB + 64 KiB). Each worker thread reading a split has
+	// its own.
 	ReadBufferBytes int64
-	// PartBytes is the size of the ranged GETs that read an object (default 4 MiB): a large
-	// object is read as several parts in flight, a small one in one GET.
+	// PartBytes is the size of the ranged GETs that read an object (default 2 MiB): a large
+	// object is read as several parts in flight, a small one in one GET. Smaller parts hide
+	// a request's latency with less memory; each costs a request.
 	PartBytes int64
 	// MaxRequestsInFlight bounds one reader's concurrent GETs (default 32): parts of the
 	// current object and of the objects after it, started ahead of their records.

@@ -23,7 +23,13 @@
 //     are read in parallel.
 //   - Pinned reads. Every GET carries If-Match with the planned ETag: an object overwritten
 //     after planning fails with PreconditionFailed, a deleted one with NoSuchKey, and neither
-//     can splice new bytes into the output. Bodies are streamed, never buffered whole.
+//     can splice new bytes into the output. Objects are never buffered whole.
+//   - Many requests in flight. Each reader fetches ahead: the members of its restriction are
+//     cut into ranged GETs of Config.PartBytes, up to Config.MaxRequestsInFlight at once
+//     within Config.ReadBufferBytes, handed to each object's decoder in order; the next
+//     object is decoded on another goroutine while the current one is emitted. A split
+//     cancels what it takes away. Throttling answers slow the worker through the AWS SDK's
+//     adaptive retry mode; Config.MaxRequestsPerSecond caps its rate outright.
 //   - Framed records. A RecordFramer ("lines", "ndjson", "u32be" or one registered with
 //     RegisterFramer) cuts the decompressed stream; a record longer than
 //     Config.MaxRecordBytes fails its object instead of exhausting memory.
