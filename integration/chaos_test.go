@@ -188,8 +188,8 @@ func TestChaosSoak(t *testing.T) {
 	c := s3test.Counters(pr, s3io.MetricsNamespace)
 	t.Logf("counters %v", c)
 
-	got := readOutput(t, recordsOut)
-	fails := readOutput(t, failuresOut)
+	got := s3test.ReadLines(t, recordsOut+"*")
+	fails := s3test.ReadLines(t, failuresOut+"*")
 	for _, f := range fails {
 		t.Errorf("Failure although every fault was transient: %s", f)
 		if key := failureKey(f); key != "" {
@@ -524,26 +524,6 @@ func putAll(t *testing.T, g *versitygw.Gateway, bucket string, objects []chaosOb
 		t.Fatalf("%d uploads failed, e.g. %v", len(errs), errs[0])
 	}
 	return etags
-}
-
-// readOutput reads the lines textio wrote to the shards of prefix; none means no lines.
-func readOutput(t *testing.T, prefix string) []string {
-	t.Helper()
-	files, err := filepath.Glob(prefix + "*")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var lines []string
-	for _, f := range files {
-		data, err := os.ReadFile(f)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if s := strings.TrimSuffix(string(data), "\n"); s != "" {
-			lines = append(lines, strings.Split(s, "\n")...)
-		}
-	}
-	return lines
 }
 
 // recordID is the identity a chaos record carries.

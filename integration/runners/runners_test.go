@@ -6,7 +6,6 @@ package runners
 import (
 	"context"
 	"fmt"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -115,24 +114,6 @@ func seedMixedPrefix(t *testing.T, g *versitygw.Gateway, bucket string) []string
 	return want
 }
 
-func readLines(t *testing.T, pattern string) []string {
-	files, err := filepath.Glob(pattern)
-	if err != nil || len(files) == 0 {
-		t.Fatalf("no output matches %s (%v)", pattern, err)
-	}
-	var lines []string
-	for _, f := range files {
-		data, err := os.ReadFile(f)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if s := strings.TrimSuffix(string(data), "\n"); s != "" {
-			lines = append(lines, strings.Split(s, "\n")...)
-		}
-	}
-	return lines
-}
-
 func TestRunners(t *testing.T) {
 	for _, tg := range targets {
 		t.Run(tg.name, func(t *testing.T) {
@@ -161,7 +142,7 @@ func TestRunners(t *testing.T) {
 				if err != nil {
 					t.Fatalf("%s: pipeline failed: %v", tg.name, err)
 				}
-				got := readLines(t, out+"*")
+				got := s3test.ReadLines(t, out+"*")
 				slices.Sort(got)
 				slices.Sort(want)
 				c := s3test.Counters(pr, s3io.MetricsNamespace)
