@@ -1,0 +1,5 @@
+//go:build !race
+
+package bigobject
+
+const raceDetector = false
