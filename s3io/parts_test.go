@@ -47,7 +47,7 @@ func TestPipelinePartAfterOverwrite(t *testing.T) {
 	planned := aws.ToString(out.ETag)
 	// The first part stalls on the server; meanwhile the object is overwritten. With one
 	// request in flight the second part is only asked for after the first arrived.
-	srv.SetFault("a/big.txt", s3test.Fault{Range: "bytes=0-", StallAfter: 1, Stall: 500 * time.Millisecond, Times: 1})
+	srv.SetFault("a/big.txt", s3test.Fault{Range: "bytes=0-", StallAfter: 1, Stall: 2 * time.Second, Times: 1})
 	go func() {
 		for len(srv.Requests("a/big.txt")) == 0 {
 			time.Sleep(5 * time.Millisecond)

@@ -279,7 +279,7 @@ func TestCheckpointWhilePartsInFlight(t *testing.T) {
 func TestPartAfterOverwriteIsQuarantined(t *testing.T) {
 	const part = 16 << 10
 	f := newResumeFixture(t, "over.txt", 2000, identity, Config{PartBytes: part, MaxRequestsInFlight: 1})
-	f.srv.SetFault("over.txt", s3test.Fault{Range: "bytes=0-", StallAfter: 1, Stall: 300 * time.Millisecond, Times: 1})
+	f.srv.SetFault("over.txt", s3test.Fault{Range: "bytes=0-", StallAfter: 1, Stall: 2 * time.Second, Times: 1})
 	go func() {
 		for len(f.srv.Requests("over.txt")) == 0 {
 			time.Sleep(5 * time.Millisecond)
