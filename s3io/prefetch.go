@@ -133,8 +133,6 @@ type part struct {
 	buf  []byte
 	done chan struct{}
 	err  error
-	// released is set once the part's budget was returned, by its reader or by a drop.
-	released atomic.Bool
 }
 
 // newFetcher starts the scheduler of one restriction's reads. close must be called.
@@ -258,20 +256,23 @@ func (f *fetcher) fetch(of *objectFetch, p *part) {
 	r.Close()
 	f.inFlight.Add(-1)
 	<-f.reqs
-	f.gets.Add(int64(r.gets))
-	f.resumes.Add(int64(r.resumes))
-	f.rawBytes.Add(r.raw)
+	f.account(r)
 	if p.err != nil && of.ctx.Err() != nil {
 		f.cancelled.Add(1)
 	}
 	close(p.done)
 }
 
-// releasePart returns p's bytes to the budget and its buffer to the pool, once.
+// account adds what r transferred to the fetcher's counts.
+func (f *fetcher) account(r *pinnedReader) {
+	f.gets.Add(int64(r.gets))
+	f.resumes.Add(int64(r.resumes))
+	f.rawBytes.Add(r.raw)
+}
+
+// releasePart returns p's bytes to the budget and its buffer to the pool. A part is
+// released once, by the goroutine that reads its object or by a drop, never both.
 func (f *fetcher) releasePart(p *part) {
-	if p.released.Swap(true) {
-		return
-	}
 	f.raw.release(int64(cap(p.buf)))
 	f.putPart(p.buf)
 	p.buf = nil
@@ -297,7 +298,7 @@ func (of *objectFetch) drop() {
 	f.mu.Unlock()
 	for p := range of.parts {
 		<-p.done
-		if p.err == nil && !p.released.Load() {
+		if p.err == nil {
 			f.droppedBytes.Add(int64(len(p.buf)))
 		}
 		f.releasePart(p)
@@ -322,13 +323,12 @@ func (of *objectFetch) stream() *objectStream { return &objectStream{of: of, pos
 
 // objectStream is an io.Reader over one object's fetched parts. It is read by one goroutine.
 type objectStream struct {
-	of       *objectFetch
-	cur      *part
-	curOff   int
-	pos      int64 // object offset of the next byte Read returns
-	consumed int64 // bytes Read returned
-	done     bool  // the planned parts are all consumed
-	tail     *pinnedReader
+	of     *objectFetch
+	cur    *part
+	curOff int
+	pos    int64 // object offset of the next byte Read returns
+	done   bool  // the planned parts are all consumed
+	tail   *pinnedReader
 }
 
 func (s *objectStream) Read(p []byte) (int, error) {
@@ -338,7 +338,6 @@ func (s *objectStream) Read(p []byte) (int, error) {
 				n := copy(p, s.cur.buf[s.curOff:])
 				s.curOff += n
 				s.pos += int64(n)
-				s.consumed += int64(n)
 				return n, nil
 			}
 			s.of.f.releasePart(s.cur)
@@ -384,9 +383,11 @@ func (s *objectStream) readTail(p []byte) (int, error) {
 	}
 	n, err := s.tail.Read(p)
 	s.pos += int64(n)
-	s.consumed += int64(n)
 	return n, err
 }
+
+// consumed returns how many bytes Read has returned.
+func (s *objectStream) consumed() int64 { return s.pos - s.of.from }
 
 // close releases what the stream holds and drops the object's remaining parts.
 func (s *objectStream) close() {
@@ -397,10 +398,7 @@ func (s *objectStream) close() {
 	s.of.drop()
 	if s.tail != nil {
 		s.tail.Close()
-		f := s.of.f
-		f.gets.Add(int64(s.tail.gets))
-		f.resumes.Add(int64(s.tail.resumes))
-		f.rawBytes.Add(s.tail.raw)
+		s.of.f.account(s.tail)
 		s.tail = nil
 	}
 }

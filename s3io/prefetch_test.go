@@ -12,7 +12,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/sdf"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
 	"github.com/spate-io/beam-s3/internal/s3test"
@@ -242,15 +241,7 @@ func TestCheckpointWhilePartsInFlight(t *testing.T) {
 	f := newResumeFixture(t, "parts.txt", 3000, identity, Config{PartBytes: 16 << 10, MaxRequestsInFlight: 8})
 	const k = 1000
 	var residual Restriction
-	primary := f.run(t, fullRestriction(f.desc), func(rt *sdf.LockRTracker, n int) {
-		if n == k {
-			_, r, err := rt.TrySplit(0)
-			if err != nil || r == nil {
-				t.Fatalf("TrySplit(0) = %v, %v", r, err)
-			}
-			residual = r.(Restriction)
-		}
-	})
+	primary := f.run(t, fullRestriction(f.desc), checkpointAfter(t, k, &residual))
 	if len(primary) != k {
 		t.Fatalf("primary emitted %d records after a checkpoint at %d", len(primary), k)
 	}

@@ -221,7 +221,7 @@ func startFraming(setup func() (rr *recordReader, seekable bool, err error), src
 				b.ends = append(b.ends, rr.offset)
 				size += len(rec)
 			}
-			b.raw = src.consumed
+			b.raw = src.consumed()
 			select {
 			case f.out <- b:
 			case <-f.done:

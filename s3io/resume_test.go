@@ -71,6 +71,20 @@ func (f *resumeFixture) run(t *testing.T, rest Restriction, split func(rt *sdf.L
 	return got
 }
 
+// checkpointAfter returns a run callback that checkpoints (TrySplit(0)) after the k-th
+// record and stores the residual.
+func checkpointAfter(t *testing.T, k int, residual *Restriction) func(*sdf.LockRTracker, int) {
+	return func(rt *sdf.LockRTracker, n int) {
+		if n == k {
+			_, r, err := rt.TrySplit(0)
+			if err != nil || r == nil {
+				t.Fatalf("TrySplit(0) = %v, %v", r, err)
+			}
+			*residual = r.(Restriction)
+		}
+	}
+}
+
 func identity(b []byte) []byte { return b }
 
 func gzipEnc(b []byte) []byte { return s3test.Gzip(string(b)) }
@@ -89,15 +103,7 @@ func TestCheckpointResumeReadsNothingTwice(t *testing.T) {
 			f := newResumeFixture(t, tc.name, 3000, tc.enc, Config{})
 			const k = 1234
 			var residual Restriction
-			primary := f.run(t, fullRestriction(f.desc), func(rt *sdf.LockRTracker, n int) {
-				if n == k {
-					_, r, err := rt.TrySplit(0)
-					if err != nil || r == nil {
-						t.Fatalf("TrySplit(0) = %v, %v", r, err)
-					}
-					residual = r.(Restriction)
-				}
-			})
+			primary := f.run(t, fullRestriction(f.desc), checkpointAfter(t, k, &residual))
 			if len(primary) != k {
 				t.Fatalf("primary emitted %d records after a checkpoint at %d", len(primary), k)
 			}

@@ -365,8 +365,8 @@ type memberRead struct {
 	base   int64 // stream offset where rr began
 }
 
-// startMember starts decoding member m of d, whose bytes of fetches, from record first
-// (resuming at hint when it has one).
+// startMember starts decoding member m of d from record first (resuming at hint when it has
+// one), from the bytes fetch brings in.
 func (fn *reader) startMember(ctx context.Context, d SplitDescriptor, m int, first int64, hint ResumeHint, fetch *objectFetch) *memberRead {
 	member := d.Members[m]
 	segStart, segEnd := member.span()
