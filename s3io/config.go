@@ -35,6 +35,9 @@ const (
 	DefaultReadBufferBytes     = 40 << 20
 	DefaultPartBytes           = 2 << 20
 	DefaultMaxRequestsInFlight = 32
+	// DefaultListParallelism keeps 16 LIST requests in flight: S3 answers a 1,000-key page
+	// in ~75–300 ms, so one request at a time lists a million keys in several minutes.
+	DefaultListParallelism = 16
 )
 
 // Objects are decoded decodeAhead at a time beyond the one being emitted, each into a window
@@ -63,6 +66,27 @@ type Config struct {
 	Bucket string
 	// Prefix selects the keys to read; empty reads the whole bucket.
 	Prefix string
+	// Match, when set, keeps only the keys that match this glob (the whole key, prefix
+	// included): "*" and "?" match any run of characters and one character within a path
+	// segment (never "/"), "**" any run including "/", "[...]" a class of characters as in
+	// path.Match (negated with "^" or "!"; never "/"), and "\" escapes the next character.
+	// The listing asks only for the glob's literal prefix (the part before its first
+	// wildcard); a key must also be under Prefix.
+	Match string
+	// StartAfter, when set, plans only the keys that sort strictly after it.
+	StartAfter string
+	// ModifiedAfter and ModifiedBefore, when not zero, keep only the objects whose
+	// LastModified t is in [ModifiedAfter, ModifiedBefore).
+	ModifiedAfter, ModifiedBefore time.Time
+	// SkipArchived leaves out of the plan the objects the listing shows in an archive
+	// storage class (GLACIER, DEEP_ARCHIVE) and not restored; they are counted
+	// (objects_skipped_archived) and logged. By default they are planned and each becomes
+	// a Failure with reason "archived", without a request, so Read fails after reading
+	// everything else, naming them.
+	SkipArchived bool
+	// ListParallelism is how many LIST requests the planner keeps in flight (default 16;
+	// 1 lists sequentially). The plan, descriptors and IDs are the same whatever it is.
+	ListParallelism int
 	// Region is the bucket's AWS region. Empty takes the region from the worker's AWS
 	// configuration (AWS_REGION, profile), or "us-east-1" when Endpoint is set.
 	Region string
@@ -168,6 +192,9 @@ func (c Config) withDefaults() Config {
 	if c.MaxRequestsInFlight == 0 {
 		c.MaxRequestsInFlight = DefaultMaxRequestsInFlight
 	}
+	if c.ListParallelism == 0 {
+		c.ListParallelism = DefaultListParallelism
+	}
 	return c
 }
 
@@ -175,10 +202,19 @@ func (c Config) withDefaults() Config {
 // Read, Plan and ReadSplits call it at pipeline construction and panic with its error, as
 // Beam transforms do, so a bad Config never reaches a worker.
 func (c Config) Validate() error {
-	c = c.withDefaults()
 	if err := validateBucketName(c.Bucket); err != nil {
 		return err
 	}
+	if err := c.validateSelection(c.Prefix); err != nil {
+		return err
+	}
+	return c.validateReading()
+}
+
+// validateReading checks every field but the bucket and the prefix, which ReadSplits and
+// ReadAll take from their input.
+func (c Config) validateReading() error {
+	c = c.withDefaults()
 	if c.Endpoint != "" {
 		u, err := url.Parse(c.Endpoint)
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
@@ -226,7 +262,49 @@ func (c Config) Validate() error {
 	if o := c.ExpectedBucketOwner; o != "" && (len(o) != 12 || strings.Trim(o, "0123456789") != "") {
 		return fmt.Errorf("s3io: Config.ExpectedBucketOwner %q is not a 12-digit AWS account ID", o)
 	}
+	if c.ListParallelism < 0 || c.ListParallelism > 256 {
+		return fmt.Errorf("s3io: Config.ListParallelism is %d; it must be between 1 and 256 (0 means the default, %d)", c.ListParallelism, DefaultListParallelism)
+	}
+	if _, err := c.glob(); err != nil {
+		return err
+	}
+	if !c.ModifiedAfter.IsZero() && !c.ModifiedBefore.IsZero() && !c.ModifiedAfter.Before(c.ModifiedBefore) {
+		return fmt.Errorf("s3io: Config.ModifiedAfter (%v) is not before Config.ModifiedBefore (%v): no object can be in that window", c.ModifiedAfter, c.ModifiedBefore)
+	}
 	return nil
+}
+
+// glob compiles Config.Match; nil when it is empty.
+func (c Config) glob() (*glob, error) {
+	if c.Match == "" {
+		return nil, nil
+	}
+	return compileGlob(c.Match)
+}
+
+// validateSelection checks that Match can select keys under prefix, and returns the
+// prefix the listing asks for.
+func (c Config) validateSelection(prefix string) error {
+	_, err := c.listPrefix(prefix)
+	return err
+}
+
+// listPrefix is the longer of prefix and Match's literal prefix: every key both select
+// starts with it. When neither is a prefix of the other, no key can be selected, which is
+// a mistake worth failing on.
+func (c Config) listPrefix(prefix string) (string, error) {
+	g, err := c.glob()
+	if err != nil || g == nil {
+		return prefix, err
+	}
+	lit := g.literalPrefix()
+	switch {
+	case strings.HasPrefix(lit, prefix):
+		return lit, nil
+	case strings.HasPrefix(prefix, lit):
+		return prefix, nil
+	}
+	return "", fmt.Errorf("s3io: Config.Match %q selects only keys under %q, and the prefix %q has none of them: nothing could be read", c.Match, lit, prefix)
 }
 
 // decodeWindows is what the decoding windows take of Config.ReadBufferBytes; the rest

@@ -3,6 +3,7 @@ package s3io_test
 import (
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 
@@ -34,6 +35,15 @@ func TestConfigValidate(t *testing.T) {
 		{"too many members", s3io.Config{Bucket: "logs", MaxSplitMembers: 1 << 21}, "Config.MaxSplitMembers"},
 		{"negative record size", s3io.Config{Bucket: "logs", MaxRecordBytes: -1}, "Config.MaxRecordBytes"},
 		{"huge record size", s3io.Config{Bucket: "logs", MaxRecordBytes: 1 << 31}, "Config.MaxRecordBytes"},
+		{"glob", s3io.Config{Bucket: "logs", Prefix: "a/", Match: "a/**/*.gz"}, ""},
+		{"glob narrower than prefix", s3io.Config{Bucket: "logs", Prefix: "a/", Match: "a/b-?/*.gz"}, ""},
+		{"prefix narrower than glob", s3io.Config{Bucket: "logs", Prefix: "a/b/c", Match: "a/*"}, ""},
+		{"invalid glob", s3io.Config{Bucket: "logs", Match: "a/[b-"}, "Config.Match"},
+		{"glob outside the prefix", s3io.Config{Bucket: "logs", Prefix: "a/", Match: "b/*"}, "Config.Match"},
+		{"empty time window", s3io.Config{Bucket: "logs", ModifiedAfter: time.Unix(100, 0), ModifiedBefore: time.Unix(100, 0)}, "Config.ModifiedAfter"},
+		{"open time window", s3io.Config{Bucket: "logs", ModifiedAfter: time.Unix(100, 0)}, ""},
+		{"negative list parallelism", s3io.Config{Bucket: "logs", ListParallelism: -1}, "Config.ListParallelism"},
+		{"huge list parallelism", s3io.Config{Bucket: "logs", ListParallelism: 1000}, "Config.ListParallelism"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			err := tc.cfg.Validate()

@@ -24,6 +24,11 @@ type Member struct {
 	// framed by a self-synchronising framer (lines, ndjson) are segmented, because only
 	// there can a reader find the first record boundary after an arbitrary byte.
 	Start, End int64
+	// Archived is the archive storage class (GLACIER, DEEP_ARCHIVE) the listing showed the
+	// object in, not restored; empty for an object that can be read. Such a member is
+	// reported as a Failure with reason "archived" without a request. It is not part of the
+	// split ID: restoring an object does not change what it holds.
+	Archived string
 }
 
 // span returns the byte range whose records m owns.

@@ -28,9 +28,17 @@ const (
 	ReasonRecordTooLarge = "record_too_large"
 	// ReasonUnreadable: the object could not be read within Config.MaxAttempts.
 	ReasonUnreadable = "unreadable"
+	// ReasonArchived: the object is in an archive storage class and not restored: the
+	// listing said so (GLACIER, DEEP_ARCHIVE), or its GET was answered 403
+	// InvalidObjectState (archived after planning, or in an Intelligent-Tiering archive
+	// tier, which listings do not show).
+	ReasonArchived = "archived"
 )
 
-var reasons = []string{ReasonDeleted, ReasonOverwritten, ReasonCorrupt, ReasonRecordTooLarge, ReasonUnreadable}
+var reasons = []string{ReasonDeleted, ReasonOverwritten, ReasonCorrupt, ReasonRecordTooLarge, ReasonUnreadable, ReasonArchived}
+
+// ErrArchived is the cause of a Failure with reason "archived" that the listing foresaw.
+var ErrArchived = errors.New("s3io: the object is archived")
 
 // Failure reports an object, or a segment of one, that was quarantined: its records from
 // RecordsEmitted on were not emitted, the rest of its split was read on.
@@ -92,12 +100,14 @@ var fatalHints = map[string]string{
 	"PermanentRedirect":            "the bucket is in another region; set Config.Region to the bucket's region",
 	"AuthorizationHeaderMalformed": "the request was signed for the wrong region; set Config.Region to the bucket's region",
 	"InvalidBucketName":            "the server rejects the bucket name; check Config.Bucket",
+	"RequestTimeTooSkewed":         "the workers' clocks differ from the server's by more than 15 minutes; synchronise them (NTP)",
 }
 
 // objectHints explains the per-object codes.
 var objectHints = map[string]string{
 	"PreconditionFailed": "the object was overwritten since planning: its ETag no longer matches the planned one",
 	"NoSuchKey":          "the object was deleted since planning",
+	"InvalidObjectState": "the object is in an archive storage class or tier and not restored; restore it and read it again",
 }
 
 // describeS3Error wraps an S3 error with the operation and, for well-known codes, with what
@@ -136,6 +146,9 @@ func classify(err error) (fatal bool, reason string) {
 			return false, ReasonDeleted
 		case "PreconditionFailed":
 			return false, ReasonOverwritten
+		case "InvalidObjectState":
+			// A 403, but about this object, not about access: the rest of the job can go on.
+			return false, ReasonArchived
 		}
 	}
 	var re *smithyhttp.ResponseError
@@ -156,6 +169,8 @@ func classify(err error) (fatal bool, reason string) {
 		return false, ReasonCorrupt
 	case errors.Is(err, ErrRecordTooLarge):
 		return false, ReasonRecordTooLarge
+	case errors.Is(err, ErrArchived):
+		return false, ReasonArchived
 	}
 	return false, ReasonUnreadable
 }

@@ -4,7 +4,10 @@ import "github.com/apache/beam/sdks/v2/go/pkg/beam"
 
 // MetricsNamespace is the namespace of every s3io counter. The counters are:
 //
-//	objects_planned, splits_planned  what the planner listed and packed
+//	keys_listed, list_requests       what the planner's listing returned, and its requests
+//	objects_planned, splits_planned  what the planner selected and packed
+//	objects_skipped                  listed objects Match or the time window left out
+//	objects_skipped_archived         archived objects Config.SkipArchived left out
 //	segments_planned                 members that are segments of large uncompressed objects
 //	restrictions_read                restrictions processed: descriptors, initial splits, residuals
 //	objects                          objects whose reading began (each once, however segmented or split)
@@ -17,12 +20,19 @@ import "github.com/apache/beam/sdks/v2/go/pkg/beam"
 //	body_resumes                     broken response bodies resumed with a ranged GET
 //	cancelled_gets                   GETs cut short because a split, a failure or the end of a read made them unneeded
 //	dropped_bytes                    bytes fetched ahead and dropped unread for the same reasons
+//	objects_failed                   objects quarantined (each a Failure)
+//	objects_failed_<reason>          the same by reason: deleted, overwritten, corrupt,
+//	                                 record_too_large, unreadable, archived
 //
 // Counters are flushed once per object read rather than per record: a Beam counter update
 // costs a lookup, and a runner commits counters per bundle anyway.
 const MetricsNamespace = "s3io"
 
 var (
+	metricKeysListed      = beam.NewCounter(MetricsNamespace, "keys_listed")
+	metricListRequests    = beam.NewCounter(MetricsNamespace, "list_requests")
+	metricObjectsSkipped  = beam.NewCounter(MetricsNamespace, "objects_skipped")
+	metricSkippedArchived = beam.NewCounter(MetricsNamespace, "objects_skipped_archived")
 	metricObjectsPlanned  = beam.NewCounter(MetricsNamespace, "objects_planned")
 	metricSplitsPlanned   = beam.NewCounter(MetricsNamespace, "splits_planned")
 	metricSegmentsPlanned = beam.NewCounter(MetricsNamespace, "segments_planned")

@@ -4,118 +4,295 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"sort"
 	"strings"
+	"time"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
-	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/log"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
-	"github.com/aws/aws-sdk-go-v2/service/s3/types"
 )
 
-// packMembers packs a key-sorted listing into descriptors in key order: whole objects,
-// greedily, while a descriptor stays within target bytes and maxMembers objects. An object
-// of target bytes or more gets a descriptor of its own.
+// packer packs a key-sorted stream of members into descriptors in key order: whole
+// objects, greedily, while a descriptor stays within target bytes and maxMembers objects. An
+// object of target bytes or more gets a descriptor of its own. It holds one descriptor at a
+// time, so planning memory does not grow with the listing.
+type packer struct {
+	bucket     string
+	target     int64
+	maxMembers int
+	emit       func(SplitDescriptor) error
+
+	cur      []Member
+	curBytes int64
+}
+
+func (p *packer) add(m Member) error {
+	if len(p.cur) > 0 && (p.curBytes+m.weight() > p.target || len(p.cur) >= p.maxMembers) {
+		if err := p.flush(); err != nil {
+			return err
+		}
+	}
+	p.cur = append(p.cur, m)
+	p.curBytes += m.weight()
+	if p.curBytes >= p.target {
+		return p.flush()
+	}
+	return nil
+}
+
+func (p *packer) flush() error {
+	if len(p.cur) == 0 {
+		return nil
+	}
+	d := SplitDescriptor{ID: SplitID(p.bucket, p.cur), Bucket: p.bucket, Members: p.cur}
+	p.cur, p.curBytes = nil, 0
+	return p.emit(d)
+}
+
+// packMembers packs a whole sorted listing; the planner streams through a packer instead.
 func packMembers(bucket string, objects []Member, target int64, maxMembers int) []SplitDescriptor {
 	var out []SplitDescriptor
-	var cur []Member
-	var curBytes int64
-	flush := func() {
-		if len(cur) == 0 {
-			return
-		}
-		out = append(out, SplitDescriptor{ID: SplitID(bucket, cur), Bucket: bucket, Members: cur})
-		cur, curBytes = nil, 0
-	}
+	p := &packer{bucket: bucket, target: target, maxMembers: maxMembers, emit: func(d SplitDescriptor) error {
+		out = append(out, d)
+		return nil
+	}}
 	for _, o := range objects {
-		if len(cur) > 0 && (curBytes+o.Size > target || len(cur) >= maxMembers) {
-			flush()
-		}
-		cur = append(cur, o)
-		curBytes += o.Size
-		if curBytes >= target {
-			flush()
-		}
+		_ = p.add(o)
 	}
-	flush()
+	_ = p.flush()
 	return out
 }
 
-// listObjects lists every object under prefix in one ListObjectsV2 pass, skipping
-// zero-byte "directory" markers, and returns them sorted by key.
-func listObjects(ctx context.Context, client *s3.Client, cfg Config) ([]Member, error) {
-	in := &s3.ListObjectsV2Input{Bucket: aws.String(cfg.Bucket)}
-	if cfg.Prefix != "" {
-		in.Prefix = aws.String(cfg.Prefix)
-	}
-	if cfg.ExpectedBucketOwner != "" {
-		in.ExpectedBucketOwner = aws.String(cfg.ExpectedBucketOwner)
-	}
-	if cfg.RequesterPays {
-		in.RequestPayer = types.RequestPayerRequester
-	}
-	var out []Member
-	pages := s3.NewListObjectsV2Paginator(client, in)
-	for pages.HasMorePages() {
-		page, err := pages.NextPage(ctx)
-		if err != nil {
-			return nil, describeS3Error(err, fmt.Sprintf("s3io: list s3://%s/%s", cfg.Bucket, cfg.Prefix))
-		}
-		for _, o := range page.Contents {
-			key, size := aws.ToString(o.Key), aws.ToInt64(o.Size)
-			if size == 0 && strings.HasSuffix(key, "/") {
-				continue
-			}
-			etag := aws.ToString(o.ETag)
-			if etag == "" {
-				return nil, fmt.Errorf("s3io: the listing of s3://%s gives no ETag for %q, so its reads cannot be pinned", cfg.Bucket, key)
-			}
-			out = append(out, Member{Key: key, Size: size, ETag: etag})
-		}
-	}
-	// S3 lists general-purpose buckets in key order, but directory buckets and some
-	// S3-compatible servers do not: plan from a sorted listing so IDs never depend on it.
-	if !sort.SliceIsSorted(out, func(i, j int) bool { return out[i].Key < out[j].Key }) {
-		sort.Slice(out, func(i, j int) bool { return out[i].Key < out[j].Key })
-	}
-	return out, nil
+// PlanStats says what planning listed and planned.
+type PlanStats struct {
+	// ListPrefix is the Prefix the LIST requests asked for: the longer of the prefix and
+	// Config.Match's literal prefix.
+	ListPrefix string
+	// KeysListed counts the keys the listing returned, before selection.
+	KeysListed int64
+	// ListRequests counts the ListObjectsV2 requests sent: pages and delimiter probes.
+	ListRequests int64
+	// Objects and Bytes are what was planned; Segments the members that are segments of
+	// large uncompressed objects.
+	Objects, Bytes int64
+	Descriptors    int64
+	Segments       int64
+	// Archived counts planned objects in an archive storage class and not restored: each
+	// will be a Failure with reason "archived". SkippedArchived counts those that
+	// Config.SkipArchived left out instead.
+	Archived        int64
+	SkippedArchived int64
+	// Skipped counts listed objects that Match or the time window left out (directory
+	// markers, zero-byte keys ending in "/", are not objects and are not counted).
+	Skipped int64
+	// StorageClasses counts planned objects by the storage class the listing gave
+	// ("STANDARD" when it gave none).
+	StorageClasses map[string]int64
 }
 
-// planFn lists the prefix once, on one worker, and emits its split descriptors.
+// PlanDescriptors plans cfg's bucket and prefix outside a pipeline, as Plan does inside one,
+// handing each descriptor to emit as soon as its key range is listed; an error from emit
+// stops planning and is returned. The descriptors and their IDs are those Plan would give.
+// Use it to preview, store or hand out a plan; cmd/s3io-plan is built on it.
+func PlanDescriptors(ctx context.Context, cfg Config, emit func(SplitDescriptor) error) (PlanStats, error) {
+	if err := cfg.Validate(); err != nil {
+		return PlanStats{}, err
+	}
+	cfg = cfg.withDefaults()
+	client, err := newClient(ctx, cfg)
+	if err != nil {
+		return PlanStats{}, err
+	}
+	p, err := newPlanner(client, cfg)
+	if err != nil {
+		return PlanStats{}, err
+	}
+	return p.plan(ctx, cfg.Bucket, cfg.Prefix, emit)
+}
+
+// planner lists prefixes and packs what it selects into descriptors.
+type planner struct {
+	cfg    Config
+	client *s3.Client
+	glob   *glob
+}
+
+func newPlanner(client *s3.Client, cfg Config) (*planner, error) {
+	g, err := cfg.glob()
+	if err != nil {
+		return nil, err
+	}
+	return &planner{cfg: cfg, client: client, glob: g}, nil
+}
+
+// archiveClasses are the storage classes whose objects must be restored before a GET. The
+// Intelligent-Tiering archive tiers are listed as INTELLIGENT_TIERING, so only their GET
+// (403 InvalidObjectState) tells; it is quarantined as archived too.
+var archiveClasses = map[string]bool{"GLACIER": true, "DEEP_ARCHIVE": true}
+
+// planProgressEvery spaces the planner's progress log lines.
+const planProgressEvery = 5 * time.Second
+
+// plan lists bucket/prefix in parallel and emits its descriptors in key order.
+func (p *planner) plan(ctx context.Context, bucket, prefix string, emit func(SplitDescriptor) error) (PlanStats, error) {
+	cfg := &p.cfg
+	lp, err := cfg.listPrefix(prefix)
+	if err != nil {
+		return PlanStats{}, err
+	}
+	st := PlanStats{ListPrefix: lp}
+	pk := &packer{bucket: bucket, target: cfg.SplitTargetBytes, maxMembers: cfg.MaxSplitMembers, emit: func(d SplitDescriptor) error {
+		st.Descriptors++
+		metricSplitsPlanned.Inc(ctx, 1)
+		return emit(d)
+	}}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	l := newListing(p.client, cfg, bucket, lp, cfg.StartAfter)
+	l.run(ctx)
+	began, lastLog := time.Now(), time.Now()
+	var skippedArchived []string
+	for {
+		page, err := l.next()
+		if err != nil {
+			return st, err
+		}
+		if page == nil {
+			break
+		}
+		st.KeysListed += int64(len(page))
+		metricKeysListed.Inc(ctx, int64(len(page)))
+		for _, o := range page {
+			if !strings.HasPrefix(o.Key, prefix) || o.Size == 0 && strings.HasSuffix(o.Key, "/") {
+				continue
+			}
+			if !p.selects(o) {
+				st.Skipped++
+				continue
+			}
+			if o.ETag == "" {
+				return st, fmt.Errorf("s3io: the listing of s3://%s gives no ETag for %q, so its reads cannot be pinned", bucket, o.Key)
+			}
+			m := Member{Key: o.Key, Size: o.Size, ETag: o.ETag}
+			if archiveClasses[o.StorageClass] && !o.Restored {
+				if cfg.SkipArchived {
+					st.SkippedArchived++
+					if len(skippedArchived) < maxListedFailures {
+						skippedArchived = append(skippedArchived, o.Key)
+					}
+					continue
+				}
+				m.Archived = o.StorageClass
+				st.Archived++
+			}
+			class := o.StorageClass
+			if class == "" {
+				class = "STANDARD"
+			}
+			if st.StorageClasses == nil {
+				st.StorageClasses = map[string]int64{}
+			}
+			st.StorageClasses[class]++
+			st.Objects++
+			st.Bytes += o.Size
+			if err := p.addMember(ctx, bucket, m, pk, &st); err != nil {
+				return st, err
+			}
+		}
+		if time.Since(lastLog) >= planProgressEvery {
+			lastLog = time.Now()
+			secs := time.Since(began).Seconds()
+			log.Infof(ctx, "s3io: planning s3://%s/%s: %d keys listed (%.0f/s), %d objects (%d bytes) in %d descriptors so far", bucket, lp, st.KeysListed, float64(st.KeysListed)/secs, st.Objects, st.Bytes, st.Descriptors)
+		}
+	}
+	if err := pk.flush(); err != nil {
+		return st, err
+	}
+	l.mu.Lock()
+	st.ListRequests = l.stats.requests
+	l.mu.Unlock()
+	metricObjectsPlanned.Inc(ctx, st.Objects)
+	metricListRequests.Inc(ctx, st.ListRequests)
+	metricObjectsSkipped.Inc(ctx, st.Skipped)
+	metricSkippedArchived.Inc(ctx, st.SkippedArchived)
+	if st.SkippedArchived > 0 {
+		log.Warnf(ctx, "s3io: planning s3://%s/%s left out %d archived objects (Config.SkipArchived), such as %s", bucket, lp, st.SkippedArchived, strings.Join(skippedArchived, ", "))
+	}
+	log.Infof(ctx, "s3io: planned s3://%s/%s: %d keys listed with %d requests in %v; %d objects (%d bytes, %d archived) in %d descriptors; %d left out by selection", bucket, lp, st.KeysListed, st.ListRequests, time.Since(began).Round(time.Millisecond), st.Objects, st.Bytes, st.Archived, st.Descriptors, st.Skipped)
+	return st, nil
+}
+
+// selects applies Match and the time window.
+func (p *planner) selects(o listedObject) bool {
+	if p.glob != nil && !p.glob.match(o.Key) {
+		return false
+	}
+	if t := p.cfg.ModifiedAfter; !t.IsZero() && o.LastModified.Before(t) {
+		return false
+	}
+	if t := p.cfg.ModifiedBefore; !t.IsZero() && !o.LastModified.Before(t) {
+		return false
+	}
+	return true
+}
+
+// addMember packs m, cut into segments when it is a large uncompressed object framed by a
+// self-synchronising framer.
+func (p *planner) addMember(ctx context.Context, bucket string, m Member, pk *packer, st *PlanStats) error {
+	if segSize := max(p.cfg.SplitTargetBytes, minSegmentBytes); m.Archived == "" && m.Size > segSize && selfSynchronizing(p.cfg.Framer) && p.storedPlain(ctx, bucket, m) {
+		segs := segments(m, segSize)
+		st.Segments += int64(len(segs))
+		metricSegmentsPlanned.Inc(ctx, int64(len(segs)))
+		for _, s := range segs {
+			if err := pk.add(s); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	return pk.add(m)
+}
+
+// planFn plans each s3:// URL it is given, on a worker.
 type planFn struct {
 	Cfg Config
 
-	client *s3.Client
+	planner *planner
 }
 
 func (fn *planFn) Setup(ctx context.Context) error {
 	c, err := newClient(ctx, fn.Cfg)
-	fn.client = c
-	return err
-}
-
-func (fn *planFn) ProcessElement(ctx context.Context, _ []byte, emit func(SplitDescriptor)) error {
-	objects, err := listObjects(ctx, fn.client, fn.Cfg)
 	if err != nil {
 		return err
 	}
-	metricObjectsPlanned.Inc(ctx, int64(len(objects)))
-	members := make([]Member, 0, len(objects))
-	for _, o := range objects {
-		if segSize := max(fn.Cfg.SplitTargetBytes, minSegmentBytes); o.Size > segSize && selfSynchronizing(fn.Cfg.Framer) && fn.storedPlain(ctx, o) {
-			segs := segments(o, segSize)
-			metricSegmentsPlanned.Inc(ctx, int64(len(segs)))
-			members = append(members, segs...)
-			continue
-		}
-		members = append(members, o)
+	fn.planner, err = newPlanner(c, fn.Cfg)
+	return err
+}
+
+func (fn *planFn) ProcessElement(ctx context.Context, u string, emit func(SplitDescriptor)) error {
+	bucket, prefix, err := parseS3URL(u)
+	if err != nil {
+		return err
 	}
-	descs := packMembers(fn.Cfg.Bucket, members, fn.Cfg.SplitTargetBytes, fn.Cfg.MaxSplitMembers)
-	metricSplitsPlanned.Inc(ctx, int64(len(descs)))
-	for _, d := range descs {
+	_, err = fn.planner.plan(ctx, bucket, prefix, func(d SplitDescriptor) error {
 		emit(d)
+		return nil
+	})
+	return err
+}
+
+// parseS3URL splits s3://bucket/prefix. The prefix is taken as written: S3 keys are not
+// URL-escaped here.
+func parseS3URL(u string) (bucket, prefix string, err error) {
+	rest, ok := strings.CutPrefix(u, "s3://")
+	if !ok {
+		return "", "", fmt.Errorf("s3io: %q is not an s3:// URL; ReadAll and PlanAll take URLs such as s3://bucket/prefix/", u)
 	}
-	return nil
+	bucket, prefix, _ = strings.Cut(rest, "/")
+	if err := validateBucketName(bucket); err != nil {
+		return "", "", fmt.Errorf("s3io: the URL %q does not name a valid bucket: %w", u, err)
+	}
+	return bucket, prefix, nil
 }
 
 // minSegmentBytes keeps a tiny SplitTargetBytes from cutting objects into segments that
@@ -138,14 +315,14 @@ func segments(o Member, target int64) []Member {
 // can only start inside an object whose bytes are its records. In auto mode an object
 // without a compressed extension is probed for magic bytes with a 4-byte pinned GET; if
 // the probe fails the object stays whole, and its read reports the real problem.
-func (fn *planFn) storedPlain(ctx context.Context, o Member) bool {
-	if mode := compressionFor(fn.Cfg.Compression, o.Key, nil); mode != CompressionNone {
+func (p *planner) storedPlain(ctx context.Context, bucket string, o Member) bool {
+	if mode := compressionFor(p.cfg.Compression, o.Key, nil); mode != CompressionNone {
 		return false // forced, or named by its extension
 	}
-	if fn.Cfg.Compression == CompressionNone {
+	if p.cfg.Compression == CompressionNone {
 		return true
 	}
-	src := &pinnedReader{ctx: ctx, client: fn.client, cfg: &fn.Cfg, bucket: fn.Cfg.Bucket, member: o, end: 4}
+	src := &pinnedReader{ctx: ctx, client: p.client, cfg: &p.cfg, bucket: bucket, member: o, end: 4}
 	defer src.Close()
 	var head [4]byte
 	n, err := io.ReadFull(src, head[:])
@@ -156,20 +333,42 @@ func (fn *planFn) storedPlain(ctx context.Context, o Member) bool {
 }
 
 // Plan lists cfg's prefix once and returns a PCollection<SplitDescriptor>: the objects
-// under it, sorted by key and packed into descriptors of about cfg.SplitTargetBytes. An
-// uncompressed object larger than that, framed by lines or ndjson, is cut into segments that
-// are read in parallel; other objects stay whole. Listing runs on a worker when the pipeline runs, with the worker's
-// AWS credentials. Replanning an unchanged prefix yields the same descriptors and IDs.
+// under it that Match, StartAfter and the time window select, sorted by key and packed into
+// descriptors of about cfg.SplitTargetBytes. An uncompressed object larger than that,
+// framed by lines or ndjson, is cut into segments that are read in parallel; other objects
+// stay whole. Listing runs on a worker when the pipeline runs, with the worker's AWS
+// credentials, cfg.ListParallelism requests at a time, and descriptors leave the planner as
+// their key range is listed. Replanning an unchanged prefix yields the same descriptors and
+// IDs, whatever the parallelism.
 //
 // It panics if cfg does not validate.
 func Plan(s beam.Scope, cfg Config) beam.PCollection {
 	mustValidate(cfg)
 	s = s.Scope("s3io.Plan")
-	return beam.ParDo(s, &planFn{Cfg: cfg.withDefaults()}, beam.Impulse(s))
+	return PlanAll(s, cfg, beam.Create(s, "s3://"+cfg.Bucket+"/"+cfg.Prefix))
+}
+
+// PlanAll plans every s3://bucket/prefix URL of a PCollection<string> as Plan plans
+// cfg.Bucket and cfg.Prefix (which are not used here), with cfg's other settings, and
+// returns the descriptors of all of them. A URL that is not s3://bucket[/prefix] fails the
+// job, naming it. This is how s3io reads what another transform lists or computes.
+//
+// It panics if cfg does not validate.
+func PlanAll(s beam.Scope, cfg Config, urls beam.PCollection) beam.PCollection {
+	s = s.Scope("s3io.PlanAll")
+	return beam.ParDo(s, &planFn{Cfg: readingConfig(cfg)}, urls)
 }
 
 func mustValidate(cfg Config) {
 	if err := cfg.Validate(); err != nil {
 		panic(err)
 	}
+}
+
+// readingConfig validates and defaults cfg for transforms whose input names the buckets.
+func readingConfig(cfg Config) Config {
+	if err := cfg.validateReading(); err != nil {
+		panic(err)
+	}
+	return cfg.withDefaults()
 }

@@ -135,15 +135,19 @@ func TestReadManyObjectsManySplits(t *testing.T) {
 		f.Put(t, "many", fmt.Sprintf("p/%04d.ndjson", i), []byte(text))
 		want = append(want, recs...)
 	}
-	c := runRead(t, s3io.Config{Bucket: "many", Prefix: "p/", Endpoint: f.URL, UsePathStyle: true, MaxSplitMembers: 100}, want)
+	// Sequential listing: two pages. (Parallel listing is tested in list_test.go.)
+	c := runRead(t, s3io.Config{Bucket: "many", Prefix: "p/", Endpoint: f.URL, UsePathStyle: true, MaxSplitMembers: 100, ListParallelism: 1}, want)
 	if c["splits_planned"] != 13 {
 		t.Errorf("splits_planned = %d, want 13 (1234 objects, at most 100 per split)", c["splits_planned"])
+	}
+	if c["keys_listed"] != objects || c["list_requests"] != 2 {
+		t.Errorf("keys_listed = %d, list_requests = %d; want %d and 2", c["keys_listed"], c["list_requests"], objects)
 	}
 	if c["objects"] != objects {
 		t.Errorf("objects = %d, want %d", c["objects"], objects)
 	}
 	if pages := f.ListPages(); pages != 2 {
-		t.Errorf("the planner made %d ListObjectsV2 requests, want 2 pages of at most 1000 keys", pages)
+		t.Errorf("the sequential planner made %d ListObjectsV2 requests, want 2 pages of at most 1000 keys", pages)
 	}
 }
 

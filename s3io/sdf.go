@@ -16,7 +16,7 @@ import (
 )
 
 func init() {
-	register.DoFn3x1[context.Context, []byte, func(SplitDescriptor), error](&planFn{})
+	register.DoFn3x1[context.Context, string, func(SplitDescriptor), error](&planFn{})
 	register.DoFn5x1[context.Context, *sdf.LockRTracker, SplitDescriptor, func([]byte), func(Failure), error](&readFn{})
 	register.DoFn5x1[context.Context, *sdf.LockRTracker, SplitDescriptor, func(Record), func(Failure), error](&readPositionsFn{})
 	register.Function1x1(failJob)
@@ -112,12 +112,29 @@ func ReadWithPositions(s beam.Scope, cfg Config) beam.PCollection {
 }
 
 func readSplitsConfig(cfg Config) Config {
-	if cfg.Bucket == "" {
-		// Validate needs a bucket name to check; the descriptors carry the real ones.
-		cfg.Bucket = "descriptor-bucket"
-	}
-	mustValidate(cfg)
-	return cfg.withDefaults()
+	return readingConfig(cfg)
+}
+
+// ReadAll reads every object under each s3://bucket/prefix URL of a PCollection<string>, as
+// Read reads cfg.Bucket and cfg.Prefix (which are not used here): any number of URLs, in
+// any buckets, each planned with cfg's other settings (Match, StartAfter, the time window
+// apply to each). It returns a PCollection<[]byte> of their records and fails the job
+// after reading if any object was quarantined, as Read does. A malformed URL fails the job,
+// naming it.
+//
+// It panics if cfg does not validate.
+func ReadAll(s beam.Scope, cfg Config, urls beam.PCollection) beam.PCollection {
+	s = s.Scope("s3io.ReadAll")
+	records, failures := ReadAllWithFailures(s, cfg, urls)
+	failOnFailures(s, failures)
+	return records
+}
+
+// ReadAllWithFailures is ReadAll returning the quarantined objects as a PCollection<Failure>
+// instead of failing the job.
+func ReadAllWithFailures(s beam.Scope, cfg Config, urls beam.PCollection) (records, failures beam.PCollection) {
+	s = s.Scope("s3io.ReadAllWithFailures")
+	return ReadSplitsWithFailures(s, cfg, beam.Reshuffle(s, PlanAll(s, cfg, urls)))
 }
 
 // segmentSlack and segmentWindow size the ranged GETs of a segment: its own range plus
@@ -226,6 +243,13 @@ func (fn *reader) process(ctx context.Context, rt *sdf.LockRTracker, d SplitDesc
 		if !rt.TryClaim(&readerClaim{Position: Position{Member: m, Record: first}, end: -1}) {
 			return nil
 		}
+		if class := d.Members[m].Archived; class != "" {
+			err := fmt.Errorf("%w: the listing showed it in %s and not restored; restore it (aws s3api restore-object) and read it again, or set Config.SkipArchived to leave such objects out of the plan", ErrArchived, class)
+			if err := fn.quarantine(ctx, d, m, first, err, fail); err != nil {
+				return err
+			}
+			continue
+		}
 		if start, _ := d.Members[m].span(); first == 0 && start == 0 {
 			metricObjects.Inc(ctx, 1) // once per object, however it is segmented and split
 		}
@@ -281,6 +305,9 @@ func (fn *reader) newRestrictionRead(ctx context.Context, d SplitDescriptor, res
 	n := max(rr.last-rest.Start.Member+1, 0)
 	rr.fetches, rr.reads = make([]*objectFetch, n), make([]*memberRead, n)
 	for m := rest.Start.Member; m <= rr.last; m++ {
+		if d.Members[m].Archived != "" {
+			continue // never requested: its GET could only fail
+		}
 		from, planEnd := rr.byteRange(m)
 		rr.fetches[m-rest.Start.Member] = rr.fetcher.add(d.Members[m], from, planEnd)
 	}
@@ -309,7 +336,7 @@ func (rr *restrictionRead) byteRange(m int) (from, planEnd int64) {
 func (rr *restrictionRead) open(ctx context.Context, m int) *memberRead {
 	for k := m; k <= min(m+decodeAhead, rr.last); k++ {
 		i := k - rr.start.Member
-		if rr.reads[i] == nil {
+		if rr.reads[i] == nil && rr.d.Members[k].Archived == "" {
 			first, hint := int64(0), ResumeHint{}
 			if k == rr.start.Member {
 				first, hint = rr.start.Record, rr.hint

@@ -1,8 +1,9 @@
 // Package faultproxy is a fault-injecting reverse proxy for tests, placed between an S3
 // reader and a real S3 server: it answers chosen object GETs with errors, delays them, breaks
 // or stalls their bodies, runs hooks before them, logs each with its Range, body bytes and the
-// faults that took effect, and tracks how many were in flight at once. It keeps the Host
-// header, which SigV4 signs. Chaos builds a seeded random decider whose faults are all
+// faults that took effect, and tracks how many were in flight at once. It also logs
+// ListObjectsV2 requests and can rewrite their answers where the server cannot give what S3
+// gives (listing.go). It keeps the Host header, which SigV4 signs. Chaos builds a seeded random decider whose faults are all
 // transient: bounded per key and per Range, so that a reader with enough attempts recovers.
 package faultproxy
 
@@ -86,12 +87,18 @@ type Proxy struct {
 	DecideGet func(key, rng string, n int) Action
 	// Before runs before the n-th GET of key is decided and forwarded.
 	Before func(key string, n int)
+	// RewriteList, when set, rewrites the body of every successful ListObjectsV2 response,
+	// and ListDelay holds every ListObjectsV2 request this long before it is forwarded, as
+	// S3's latency would (see listing.go). ListObjectsV2 requests are logged either way.
+	RewriteList Rewrite
+	ListDelay   time.Duration
 
 	mu       sync.Mutex
 	n        map[string]int
 	log      []*Get
 	inFlight int
 	maxIn    int
+	lists    listLog
 }
 
 // MaxInFlight returns the most object GETs that were being served at once.
@@ -122,7 +129,13 @@ func New(t testing.TB, upstream string) *Proxy {
 }
 
 func (p *Proxy) serve(w http.ResponseWriter, r *http.Request) {
-	parts := strings.SplitN(strings.TrimPrefix(r.URL.Path, "/"), "/", 2)
+	if isListObjectsV2(r) {
+		p.serveList(w, r)
+		return
+	}
+	// The key is decoded once, from the path as sent: r.URL.Path is already decoded, and
+	// decoding it again would turn a key's "%41" into "A" (and drop one with "%zz").
+	parts := strings.SplitN(strings.TrimPrefix(r.URL.EscapedPath(), "/"), "/", 2)
 	isObjectGet := r.Method == http.MethodGet && len(parts) == 2 && parts[1] != ""
 	var act Action
 	var entry *Get
