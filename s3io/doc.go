@@ -7,11 +7,19 @@
 //
 // # Shape
 //
-//   - Plan once. Plan lists the prefix in one ListObjectsV2 pass on a worker, sorts the
-//     keys and packs whole objects into SplitDescriptors of about Config.SplitTargetBytes
-//     (64 MiB by default). A descriptor carries each member's key, size and ETag, and an ID
-//     that digests them (SplitID): replanning an unchanged prefix yields the same IDs.
-//     Readers never list.
+//   - Plan once. Plan lists the prefix on a worker with Config.ListParallelism LIST
+//     requests in flight (the keyspace cut at folders and at points spread over the keys'
+//     alphabet), hands the keys to the packer in key order and packs whole objects into
+//     SplitDescriptors of about Config.SplitTargetBytes (64 MiB by default), emitted as
+//     their key range is listed, so planner memory does not grow with the prefix. A
+//     descriptor carries each member's key, size and ETag, and an ID that digests them
+//     (SplitID): replanning an unchanged prefix yields the same IDs, whatever the
+//     parallelism. Readers never list.
+//   - Choose what to read. Config.Match (a glob whose literal prefix is all that is
+//     listed), Config.StartAfter and the LastModified window select keys in the planner.
+//     Archived objects (GLACIER, DEEP_ARCHIVE, not restored) become Failures with reason
+//     "archived" without a request, or are left out with Config.SkipArchived. ReadAll and
+//     PlanAll take s3:// URLs from a PCollection; PlanDescriptors plans outside a pipeline.
 //   - One splittable DoFn. ReadSplits reads descriptors; each one's restriction is a range
 //     of (member ordinal, record index) Positions weighed in stored bytes, so the runner can
 //     checkpoint a descriptor and split it between records. Splits prefer object
@@ -38,7 +46,7 @@
 //
 // Records are delivered at least once: a bundle the runner retries may emit records again;
 // none is lost. An object that cannot be read — deleted or overwritten since planning,
-// corrupt, a record over MaxRecordBytes, unreadable within MaxAttempts — is quarantined: its
+// corrupt, a record over MaxRecordBytes, unreadable within MaxAttempts, archived — is quarantined: its
 // emitted records stay, the rest of the split is read on, and a Failure reports it. Read
 // then fails the job after everything else was read; ReadWithFailures returns the Failures
 // as a dead-letter PCollection instead. Credential and configuration errors fail the job at

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/url"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -73,6 +74,10 @@ type keyRange struct {
 	probing bool // a delimiter probe of this range is in flight
 	done    bool // every key of the range is listed
 	flat    bool // a delimiter listing found no folders to split at
+	// only, when set, is a folder that holds every key of the range (a delimiter listing
+	// showed nothing else between its cuts): the range lists with it as Prefix, so its last
+	// page says it is the last instead of running into the next folder.
+	only string
 }
 
 func (r *keyRange) setInFlight(probe, on bool) {
@@ -202,6 +207,14 @@ func (l *listing) work(ctx context.Context) {
 // nextTask picks the earliest range that may list its next page, else a range to split.
 // Called with l.mu held.
 func (l *listing) nextTask() (task, bool) {
+	if t, ok := l.runnable(); ok || l.parallelism == 1 {
+		return t, ok
+	}
+	return l.split()
+}
+
+// runnable returns the next page of the earliest range that is idle and admitted.
+func (l *listing) runnable() (task, bool) {
 	held := 0 // pages buffered by the ranges before the one considered, and by it
 	for i, r := range l.ranges {
 		held += len(r.pages)
@@ -213,10 +226,7 @@ func (l *listing) nextTask() (task, bool) {
 		}
 		return task{r: r, in: l.pageInput(r)}, true
 	}
-	if l.parallelism == 1 {
-		return task{}, false
-	}
-	return l.split()
+	return task{}, false
 }
 
 // admit reports whether the range at index i, with held pages buffered at or before it, may
@@ -244,6 +254,9 @@ func (l *listing) pageInput(r *keyRange) s3.ListObjectsV2Input {
 	// spares the server, and the page, the keys past r's end under a wider prefix.
 	if c := commonPrefix(r.after, r.hi); r.bounded && len(c) > len(l.prefix) {
 		in.Prefix = aws.String(c)
+	}
+	if r.only != "" {
+		in.Prefix = aws.String(r.only)
 	}
 	return in
 }
@@ -327,10 +340,42 @@ func (l *listing) addPage(r *keyRange, p *listPage) {
 	keys := p.objects
 	for i, o := range keys {
 		if r.bounded && o.Key > r.hi {
+			l.adopt(r, keys[i:])
 			keys, r.done = keys[:i], true
 			break
 		}
 	}
+	l.file(r, keys)
+	if !p.truncated {
+		r.done = true
+	}
+}
+
+// adopt hands keys past r's end to the ranges after r that have not started listing: they
+// are those ranges' first keys, and a page that runs past a cut (a folder range's page runs
+// into the next folder) would otherwise be listed twice. A range that has started, or has
+// a request in flight, lists its keys itself. Called with l.mu held.
+func (l *listing) adopt(r *keyRange, rest []listedObject) {
+	at := slices.Index(l.ranges, r)
+	for _, nr := range l.ranges[at+1:] {
+		if len(rest) == 0 || nr.busy || nr.done || nr.listed > 0 || nr.after != nr.lo {
+			return
+		}
+		n := len(rest)
+		if nr.bounded {
+			n, _ = slices.BinarySearchFunc(rest, nr.hi, func(o listedObject, hi string) int { return strings.Compare(o.Key, hi+"\x00") })
+		}
+		l.file(nr, rest[:n])
+		if n == len(rest) {
+			return // the page ended inside nr: nr lists on from its last key
+		}
+		nr.done = true // a key past nr's end was listed
+		rest = rest[n:]
+	}
+}
+
+// file appends sorted keys, all in r's range, to r's pages. Called with l.mu held.
+func (l *listing) file(r *keyRange, keys []listedObject) {
 	if len(keys) > 0 {
 		if keys[0].Key <= r.after {
 			l.err = fmt.Errorf("s3io: the listing of s3://%s/%s is not in key order (%q after %q); s3io plans from sorted listings, as S3's general-purpose buckets give (directory buckets are not supported)", l.bucket, l.prefix, keys[0].Key, r.after)
@@ -355,9 +400,6 @@ func (l *listing) addPage(r *keyRange, p *listPage) {
 				l.alphabet.add(o.Key[len(l.prefix):])
 			}
 		}
-	}
-	if !p.truncated {
-		r.done = true
 	}
 }
 
@@ -386,23 +428,8 @@ func (l *listing) split() (task, bool) {
 		}
 		pieces := min(idle+1, max(2, int(est/l.page())))
 		if l.cutRange(i, pieces) {
-			return l.nextTaskNoSplit()
+			return l.runnable()
 		}
-	}
-	return task{}, false
-}
-
-func (l *listing) nextTaskNoSplit() (task, bool) {
-	held := 0
-	for i, r := range l.ranges {
-		held += len(r.pages)
-		if r.done || r.busy {
-			continue
-		}
-		if !l.admit(i, held) {
-			break
-		}
-		return task{r: r, in: l.pageInput(r)}, true
 	}
 	return task{}, false
 }
@@ -434,7 +461,9 @@ func (l *listing) remaining(r *keyRange) (float64, bool) {
 func (l *listing) probe(r *keyRange) task {
 	in := l.input()
 	folder := l.prefix
-	if r.bounded {
+	if r.only != "" {
+		folder = r.only
+	} else if r.bounded {
 		c := commonPrefix(r.after, r.hi)
 		if i := strings.LastIndexByte(c, '/'); i >= len(l.prefix) {
 			folder = c[:i+1]
@@ -457,17 +486,39 @@ func (l *listing) splitAtFolders(r *keyRange, p *listPage) {
 		l.alphabet.add(strings.TrimPrefix(o.Key, l.prefix))
 	}
 	var cuts []string
-	for _, f := range p.folders {
+	var from []int // the folder each cut was made for
+	for i, f := range p.folders {
 		cut := f[:len(f)-1]
 		if cut > r.after && (!r.bounded || cut < r.hi) && (len(cuts) == 0 || cut > cuts[len(cuts)-1]) {
-			cuts = append(cuts, cut)
+			cuts, from = append(cuts, cut), append(from, i)
+		}
+	}
+	// Folders of a key or two each would cost a request apiece: keep no more cuts than
+	// the range's estimated pages, spread evenly over the folders found.
+	if est, _ := l.remaining(r); len(cuts) > 1 {
+		if keep := max(1, int(est/l.page())); keep < len(cuts) {
+			for j := range keep {
+				k := j * len(cuts) / keep
+				cuts[j], from[j] = cuts[k], from[k]
+			}
+			cuts, from = cuts[:keep], from[:keep]
+		}
+	}
+	// The range from a folder's cut to the next cut holds only that folder's keys when the
+	// next cut is the next folder's, no key lies between them ("f0" sorts after "f/..."),
+	// and the folder before does not sort after the cut ("f-x/" sorts between "f" and "f/").
+	only := make([]string, len(cuts))
+	for j, i := range from {
+		only[j] = r.only
+		if j+1 < len(cuts) && from[j+1] == i+1 && (i == 0 || p.folders[i-1] < cuts[j]) && !keyBetween(p.objects, cuts[j], p.folders[i+1]) {
+			only[j] = p.folders[i]
 		}
 	}
 	if len(cuts) == 0 {
 		r.flat = true
 		return
 	}
-	l.insertCuts(r, cuts)
+	l.insertCuts(r, cuts, only)
 }
 
 // cutRange cuts the remainder of ranges[i] into pieces at points spread evenly over the
@@ -482,23 +533,26 @@ func (l *listing) cutRange(i, pieces int) bool {
 	if len(cuts) == 0 {
 		return false
 	}
+	only := make([]string, len(cuts))
 	for j := range cuts {
 		cuts[j] = l.prefix + cuts[j]
+		only[j] = r.only
 	}
-	l.insertCuts(r, cuts)
+	l.insertCuts(r, cuts, only)
 	return true
 }
 
 // insertCuts ends r at cuts[0] and adds the ranges (cuts[j], cuts[j+1]], the last ending
-// where r ended. cuts are strictly increasing, after r.after and before r's end.
-func (l *listing) insertCuts(r *keyRange, cuts []string) {
+// where r ended, each holding only keys under only[j] when that is set. cuts are strictly
+// increasing, after r.after and before r's end.
+func (l *listing) insertCuts(r *keyRange, cuts, only []string) {
 	at := 0
 	for at < len(l.ranges) && l.ranges[at] != r {
 		at++
 	}
 	added := make([]*keyRange, len(cuts))
 	for j, c := range cuts {
-		nr := &keyRange{lo: c, after: c, hi: r.hi, bounded: r.bounded, flat: r.flat}
+		nr := &keyRange{lo: c, after: c, hi: r.hi, bounded: r.bounded, flat: r.flat, only: only[j]}
 		if j+1 < len(cuts) {
 			nr.hi, nr.bounded = cuts[j+1], true
 		}
@@ -507,6 +561,17 @@ func (l *listing) insertCuts(r *keyRange, cuts []string) {
 	r.hi, r.bounded = cuts[0], true
 	rest := append(added, l.ranges[at+1:]...)
 	l.ranges = append(l.ranges[:at+1], rest...)
+}
+
+// keyBetween reports whether a key of the sorted objects lies strictly between a and b.
+func keyBetween(objects []listedObject, a, b string) bool {
+	i, _ := slices.BinarySearchFunc(objects, a, func(o listedObject, k string) int { return strings.Compare(o.Key, k) })
+	for ; i < len(objects); i++ {
+		if k := objects[i].Key; k > a {
+			return k < b
+		}
+	}
+	return false
 }
 
 func commonPrefix(a, b string) string {

@@ -1298,10 +1298,12 @@ func (p *listParser) value(name []byte, empty bool) ([]byte, error) {
 	var v []byte
 	switch {
 	case b[i] != '<':
-		if n := bytes.IndexByte(b[i:], '<'); n >= 0 && listPlainText(b[i:i+n]) {
-			v = b[i : i+n]
-			p.pos = i + n
-			break
+		if n := bytes.IndexByte(b[i:], '<'); n >= 0 {
+			var ok bool
+			if v, ok = p.plainValue(b[i : i+n]); ok {
+				p.pos = i + n
+				break
+			}
 		}
 		end, decode, err := p.scanText(0)
 		if err != nil {
@@ -1331,6 +1333,36 @@ func (p *listParser) value(name []byte, empty bool) ([]byte, error) {
 		return nil, err
 	}
 	return v, nil
+}
+
+// plainValue decodes the text of a value if it is printable ASCII and references, the
+// form of all but unusual keys (an ETag is &quot;-quoted hex), faster than scanText and
+// decodeText would; it reports false for anything else, which they then handle.
+func (p *listParser) plainValue(raw []byte) ([]byte, bool) {
+	k := bytes.IndexByte(raw, '&')
+	if k < 0 {
+		return raw, listPlainText(raw)
+	}
+	out := p.scratch[:0]
+	for k >= 0 {
+		if !listPlainText(raw[:k]) {
+			return nil, false
+		}
+		out = append(out, raw[:k]...)
+		n, r, ok := listCharRef(raw[k:])
+		if !ok {
+			return nil, false
+		}
+		out = utf8.AppendRune(out, r)
+		raw = raw[k+n:]
+		k = bytes.IndexByte(raw, '&')
+	}
+	if !listPlainText(raw) {
+		return nil, false
+	}
+	out = append(out, raw...)
+	p.scratch = out
+	return out, true
 }
 
 // maxListSkipDepth bounds the nesting of an ignored element, so a hostile document cannot

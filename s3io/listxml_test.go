@@ -25,6 +25,7 @@ import (
 	"github.com/aws/smithy-go"
 	"github.com/aws/smithy-go/middleware"
 	smithytime "github.com/aws/smithy-go/time"
+	smithyhttp "github.com/aws/smithy-go/transport/http"
 )
 
 // lxResponse is what a fake S3 answers to every request.
@@ -547,6 +548,48 @@ func TestFastListBodyErrors(t *testing.T) {
 	}
 }
 
+// lxRoundTrip is an http.RoundTripper made of a function.
+type lxRoundTrip func(*http.Request) (*http.Response, error)
+
+// RoundTrip calls f.
+func (f lxRoundTrip) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
+// TestFastListConcurrent decodes pages of different sizes from several goroutines at once,
+// so that the race detector sees the shared buffer pool at work.
+func TestFastListConcurrent(t *testing.T) {
+	pages := make([][]byte, 8)
+	for i := range pages {
+		pages[i] = lxPage(i*37 + 1)
+	}
+	tr := lxRoundTrip(func(r *http.Request) (*http.Response, error) {
+		var i int
+		fmt.Sscanf(r.URL.Query().Get("prefix"), "p%d", &i)
+		return (&lxTransport{resp: lxResponse{status: 200, body: pages[i]}}).RoundTrip(r)
+	})
+	c := newLXClient("http://s3.test", &http.Client{Transport: tr})
+	var wg sync.WaitGroup
+	for g := range 8 {
+		wg.Go(func() {
+			for j := range 10 {
+				i := (g + j) % len(pages)
+				in := &s3.ListObjectsV2Input{Bucket: aws.String("bucket"), Prefix: aws.String(fmt.Sprintf("p%d", i))}
+				out, err := c.ListObjectsV2(context.Background(), in, fastListDecoding)
+				if err != nil || len(out.Contents) != i*37+1 {
+					t.Errorf("page %d: %v", i, err)
+					return
+				}
+				for k, o := range out.Contents {
+					if want := fmt.Sprintf("data/2024/01/part-%08d.json.gz", k+1); *o.Key != want {
+						t.Errorf("page %d key %d = %q, want %q", i, k, *o.Key, want)
+						return
+					}
+				}
+			}
+		})
+	}
+	wg.Wait()
+}
+
 // lxSlowReader returns at most a few bytes per Read, like a slow connection.
 type lxSlowReader struct{ r io.Reader }
 
@@ -633,10 +676,11 @@ func FuzzFastListTime(f *testing.F) {
 }
 
 // FuzzListXML checks, on mutated documents, that whatever the fast parser accepts it decodes
-// as the SDK does, and that the call with the option then returns what the call without it
-// returns. Documents the parser refuses go to the SDK's own decoder (TestListXMLMalformed
-// covers that path), so they are not sent, which keeps the fuzzer fast. It uses an
-// in-memory transport so that it explores documents rather than sockets.
+// as the SDK's deserializer does, and that the fast deserializer middleware then returns
+// what the SDK's returns. Documents the parser refuses go to the SDK's own decoder
+// (TestListXMLMalformed covers that path), so they are not decoded twice. The fuzzer runs
+// the two deserializers on the response directly, not whole calls (which the table tests
+// make), so that its time goes to exploring documents.
 func FuzzListXML(f *testing.F) {
 	for _, d := range lxDocs {
 		f.Add([]byte(d.doc))
@@ -645,18 +689,50 @@ func FuzzListXML(f *testing.F) {
 		f.Add([]byte(d.doc))
 	}
 	f.Add(lxPage(3))
-	tr := &lxTransport{}
-	c := newLXClient("http://s3.test", &http.Client{Transport: tr})
+	sdkDeserializer := lxSDKDeserializer(f)
+	fastDeserializer := &fastListDeserializer{sdk: sdkDeserializer}
 	f.Fuzz(func(t *testing.T, doc []byte) {
 		direct, err := parseListObjectsV2(doc)
 		if err != nil {
 			return
 		}
-		tr.resp = lxResponse{status: 200, body: doc}
-		sdk, fast, sdkErr, fastErr := lxCall(t, c)
+		sdk, sdkErr := lxDeserialize(sdkDeserializer, doc)
+		fast, fastErr := lxDeserialize(fastDeserializer, doc)
 		lxCheckSame(t, doc, sdk, direct, sdkErr, nil)
 		lxCheckSame(t, doc, sdk, fast, sdkErr, fastErr)
 	})
+}
+
+// lxSDKDeserializer returns the SDK's ListObjectsV2 deserializer middleware, taken from the
+// stack of a call that is stopped before it sends anything.
+func lxSDKDeserializer(t testing.TB) middleware.DeserializeMiddleware {
+	var m middleware.DeserializeMiddleware
+	stop := errors.New("stop")
+	c := newLXClient("http://s3.test", &http.Client{Transport: &lxTransport{}})
+	_, err := c.ListObjectsV2(context.Background(), lxInput(), func(o *s3.Options) {
+		o.APIOptions = append(o.APIOptions, func(stack *middleware.Stack) error {
+			m, _ = stack.Deserialize.Get("OperationDeserializer")
+			return stop
+		})
+	})
+	if !errors.Is(err, stop) || m == nil {
+		t.Fatalf("no deserializer: %v", err)
+	}
+	return m
+}
+
+// lxDeserialize runs a deserializer middleware on a 200 response with body doc.
+func lxDeserialize(m middleware.DeserializeMiddleware, doc []byte) (*s3.ListObjectsV2Output, error) {
+	resp := &smithyhttp.Response{Response: &http.Response{
+		StatusCode:    200,
+		Header:        http.Header{},
+		Body:          io.NopCloser(bytes.NewReader(doc)),
+		ContentLength: int64(len(doc)),
+	}}
+	received := listReceived{out: middleware.DeserializeOutput{RawResponse: resp}}
+	out, _, err := m.HandleDeserialize(context.Background(), middleware.DeserializeInput{}, received)
+	result, _ := out.Result.(*s3.ListObjectsV2Output)
+	return result, err
 }
 
 // lxPage returns a page of n keys as S3 sends it.

@@ -4,7 +4,8 @@ import "github.com/apache/beam/sdks/v2/go/pkg/beam"
 
 // MetricsNamespace is the namespace of every s3io counter. The counters are:
 //
-//	keys_listed, list_requests       what the planner's listing returned, and its requests
+//	keys_listed, bytes_listed        what the planner's listing returned, as it goes
+//	list_requests                    the planner's LIST requests (pages and probes)
 //	objects_planned, splits_planned  what the planner selected and packed
 //	objects_skipped                  listed objects Match or the time window left out
 //	objects_skipped_archived         archived objects Config.SkipArchived left out
@@ -30,6 +31,7 @@ const MetricsNamespace = "s3io"
 
 var (
 	metricKeysListed      = beam.NewCounter(MetricsNamespace, "keys_listed")
+	metricBytesListed     = beam.NewCounter(MetricsNamespace, "bytes_listed")
 	metricListRequests    = beam.NewCounter(MetricsNamespace, "list_requests")
 	metricObjectsSkipped  = beam.NewCounter(MetricsNamespace, "objects_skipped")
 	metricSkippedArchived = beam.NewCounter(MetricsNamespace, "objects_skipped_archived")

@@ -68,8 +68,9 @@ type PlanStats struct {
 	// ListPrefix is the Prefix the LIST requests asked for: the longer of the prefix and
 	// Config.Match's literal prefix.
 	ListPrefix string
-	// KeysListed counts the keys the listing returned, before selection.
-	KeysListed int64
+	// KeysListed and BytesListed count the keys the listing returned, and their sizes,
+	// before selection.
+	KeysListed, BytesListed int64
 	// ListRequests counts the ListObjectsV2 requests sent: pages and delimiter probes.
 	ListRequests int64
 	// Objects and Bytes are what was planned; Segments the members that are segments of
@@ -162,6 +163,12 @@ func (p *planner) plan(ctx context.Context, bucket, prefix string, emit func(Spl
 		}
 		st.KeysListed += int64(len(page))
 		metricKeysListed.Inc(ctx, int64(len(page)))
+		var pageBytes int64
+		for _, o := range page {
+			pageBytes += o.Size
+		}
+		st.BytesListed += pageBytes
+		metricBytesListed.Inc(ctx, pageBytes)
 		for _, o := range page {
 			if !strings.HasPrefix(o.Key, prefix) || o.Size == 0 && strings.HasSuffix(o.Key, "/") {
 				continue
@@ -202,7 +209,7 @@ func (p *planner) plan(ctx context.Context, bucket, prefix string, emit func(Spl
 		if time.Since(lastLog) >= planProgressEvery {
 			lastLog = time.Now()
 			secs := time.Since(began).Seconds()
-			log.Infof(ctx, "s3io: planning s3://%s/%s: %d keys listed (%.0f/s), %d objects (%d bytes) in %d descriptors so far", bucket, lp, st.KeysListed, float64(st.KeysListed)/secs, st.Objects, st.Bytes, st.Descriptors)
+			log.Infof(ctx, "s3io: planning s3://%s/%s: %d keys (%d bytes) listed (%.0f keys/s), %d objects (%d bytes) in %d descriptors so far", bucket, lp, st.KeysListed, st.BytesListed, float64(st.KeysListed)/secs, st.Objects, st.Bytes, st.Descriptors)
 		}
 	}
 	if err := pk.flush(); err != nil {

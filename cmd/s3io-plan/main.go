@@ -402,7 +402,7 @@ type Estimate struct {
 
 func (s *summary) report(cfg s3io.Config, st s3io.PlanStats, wall time.Duration) *Report {
 	r := &Report{
-		Bucket: cfg.Bucket, Prefix: cfg.Prefix, ListPrefix: listPrefix(cfg.Prefix, cfg.Match),
+		Bucket: cfg.Bucket, Prefix: cfg.Prefix, ListPrefix: st.ListPrefix,
 		KeysListed: st.KeysListed, ListRequests: st.ListRequests, WallSeconds: wall.Seconds(),
 		Objects: st.Objects, Bytes: st.Bytes, Segments: st.Segments,
 		CompressionMode: string(s.cfg.Compression), Framer: s.cfg.Framer,
@@ -440,23 +440,6 @@ func (s *summary) report(cfg s3io.Config, st s3io.PlanStats, wall time.Duration)
 	}
 	slices.Reverse(r.Largest)
 	return r
-}
-
-// listPrefix is the prefix the planner's LIST asks for: the longer of the prefix and the
-// glob's literal prefix (the text before its first wildcard, escapes resolved). Validate has
-// checked that one is a prefix of the other.
-func listPrefix(prefix, match string) string {
-	var lit []byte
-	for i := 0; i < len(match) && !strings.ContainsRune("*?[", rune(match[i])); i++ {
-		if match[i] == '\\' {
-			i++
-		}
-		lit = append(lit, match[i])
-	}
-	if len(lit) > len(prefix) {
-		return string(lit)
-	}
-	return prefix
 }
 
 func (r *Report) print(out io.Writer) error {

@@ -11,7 +11,6 @@ import (
 	"encoding/xml"
 	"net/http"
 	"net/http/httptest"
-	"net/url"
 	"os"
 	"strings"
 	"sync"
@@ -109,15 +108,12 @@ func New(t testing.TB) *Server {
 }
 
 func objectPath(r *http.Request) (bucket, key string, ok bool) {
+	// r.URL.Path is already decoded: decoding it again would turn a key's "%41" into "A".
 	parts := strings.SplitN(strings.TrimPrefix(r.URL.Path, "/"), "/", 2)
 	if len(parts) != 2 || parts[1] == "" {
 		return "", "", false
 	}
-	key, err := url.PathUnescape(parts[1])
-	if err != nil {
-		key = parts[1]
-	}
-	return parts[0], key, true
+	return parts[0], parts[1], true
 }
 
 // checkPin answers 412 when If-Match names another ETag, and records GETs without it.
