@@ -50,6 +50,10 @@ type listing struct {
 	budget      int // pages that ranges ahead of the consumer may buffer
 	// pageKeys, when set, is sent as MaxKeys: tests list small prefixes in many pages.
 	pageKeys int32
+	// skipFolder, when set, says a folder ("a/b/") holds no key the planner would select
+	// (Config.Match cannot match under it): a range that holds only that folder's keys is
+	// not listed.
+	skipFolder func(folder string) bool
 
 	mu       sync.Mutex
 	cond     *sync.Cond
@@ -91,6 +95,7 @@ func (r *keyRange) setInFlight(probe, on bool) {
 // listStats counts what the listing did.
 type listStats struct {
 	requests, probes, keys int64
+	skippedFolders         int64
 }
 
 // newListing prepares a listing of prefix; run starts it.
@@ -494,8 +499,10 @@ func (l *listing) splitAtFolders(r *keyRange, p *listPage) {
 		}
 	}
 	// Folders of a key or two each would cost a request apiece: keep no more cuts than
-	// the range's estimated pages, spread evenly over the folders found.
-	if est, _ := l.remaining(r); len(cuts) > 1 {
+	// the range's estimated pages, spread evenly over the folders found — unless some of
+	// them can be skipped whole, which needs a cut at each.
+	prune := l.skipFolder != nil && slices.ContainsFunc(p.folders, l.skipFolder)
+	if est, _ := l.remaining(r); len(cuts) > 1 && !prune {
 		if keep := max(1, int(est/l.page())); keep < len(cuts) {
 			for j := range keep {
 				k := j * len(cuts) / keep
@@ -518,7 +525,12 @@ func (l *listing) splitAtFolders(r *keyRange, p *listPage) {
 		r.flat = true
 		return
 	}
-	l.insertCuts(r, cuts, only)
+	for j, nr := range l.insertCuts(r, cuts, only) {
+		if prune && only[j] != "" && l.skipFolder(only[j]) {
+			nr.done = true // no key under this folder can be selected: never listed
+			l.stats.skippedFolders++
+		}
+	}
 }
 
 // cutRange cuts the remainder of ranges[i] into pieces at points spread evenly over the
@@ -545,7 +557,7 @@ func (l *listing) cutRange(i, pieces int) bool {
 // insertCuts ends r at cuts[0] and adds the ranges (cuts[j], cuts[j+1]], the last ending
 // where r ended, each holding only keys under only[j] when that is set. cuts are strictly
 // increasing, after r.after and before r's end.
-func (l *listing) insertCuts(r *keyRange, cuts, only []string) {
+func (l *listing) insertCuts(r *keyRange, cuts, only []string) []*keyRange {
 	at := 0
 	for at < len(l.ranges) && l.ranges[at] != r {
 		at++
@@ -559,8 +571,9 @@ func (l *listing) insertCuts(r *keyRange, cuts, only []string) {
 		added[j] = nr
 	}
 	r.hi, r.bounded = cuts[0], true
-	rest := append(added, l.ranges[at+1:]...)
+	rest := append(slices.Clone(added), l.ranges[at+1:]...)
 	l.ranges = append(l.ranges[:at+1], rest...)
+	return added
 }
 
 // keyBetween reports whether a key of the sorted objects lies strictly between a and b.

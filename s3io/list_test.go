@@ -255,3 +255,55 @@ func TestAlphabetCuts(t *testing.T) {
 		t.Errorf("an open range cut into %d pieces, want 16: %q", len(cuts)+1, cuts)
 	}
 }
+
+// TestListingSkipsFolders: folders the planner says hold nothing it would select are not
+// listed, and every key of the other folders still is, in order.
+func TestListingSkipsFolders(t *testing.T) {
+	var keys []string
+	for d := range 60 {
+		for i := range 40 {
+			keys = append(keys, fmt.Sprintf("data/day=%02d/part-%03d.gz", d, i))
+		}
+	}
+	skip := func(f string) bool { return strings.HasPrefix(f, "data/day=") && (f[len("data/day=")+1]-'0')%2 == 1 }
+	srv, cfg := listFixture(t, keys, time.Millisecond)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	client, err := newClient(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.ListParallelism = 16
+	l := newListing(client, &cfg, cfg.Bucket, "data/", "")
+	l.pageKeys, l.skipFolder = 50, skip
+	l.run(ctx)
+	var got []string
+	for {
+		page, err := l.next()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if page == nil {
+			break
+		}
+		for _, o := range page {
+			got = append(got, o.Key)
+		}
+	}
+	if !slices.IsSorted(got) {
+		t.Fatal("keys out of order")
+	}
+	var kept int
+	for _, k := range keys {
+		if !skip(k[:len("data/day=00/")]) {
+			kept++
+			if _, found := slices.BinarySearch(got, k); !found {
+				t.Fatalf("key %q of a folder that may match was not listed", k)
+			}
+		}
+	}
+	if l.stats.skippedFolders == 0 || len(got) >= len(keys) {
+		t.Errorf("listed %d of %d keys (%d in folders that may match), %d folders skipped: nothing was pruned", len(got), len(keys), kept, l.stats.skippedFolders)
+	}
+	t.Logf("listed %d of %d keys with %d requests; %d folders skipped", len(got), len(keys), srv.Stats().Lists, l.stats.skippedFolders)
+}

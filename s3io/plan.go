@@ -86,6 +86,9 @@ type PlanStats struct {
 	// Skipped counts listed objects that Match or the time window left out (directory
 	// markers, zero-byte keys ending in "/", are not objects and are not counted).
 	Skipped int64
+	// FoldersSkipped counts folders that a delimiter listing found and that were never
+	// listed, because Match cannot select any key under them.
+	FoldersSkipped int64
 	// StorageClasses counts planned objects by the storage class the listing gave
 	// ("STANDARD" when it gave none).
 	StorageClasses map[string]int64
@@ -150,6 +153,9 @@ func (p *planner) plan(ctx context.Context, bucket, prefix string, emit func(Spl
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	l := newListing(p.client, cfg, bucket, lp, cfg.StartAfter)
+	if g := p.glob; g != nil {
+		l.skipFolder = func(f string) bool { return !g.mayMatchUnder(f) }
+	}
 	l.run(ctx)
 	began, lastLog := time.Now(), time.Now()
 	var skippedArchived []string
@@ -216,7 +222,7 @@ func (p *planner) plan(ctx context.Context, bucket, prefix string, emit func(Spl
 		return st, err
 	}
 	l.mu.Lock()
-	st.ListRequests = l.stats.requests
+	st.ListRequests, st.FoldersSkipped = l.stats.requests, l.stats.skippedFolders
 	l.mu.Unlock()
 	metricObjectsPlanned.Inc(ctx, st.Objects)
 	metricListRequests.Inc(ctx, st.ListRequests)
@@ -225,7 +231,7 @@ func (p *planner) plan(ctx context.Context, bucket, prefix string, emit func(Spl
 	if st.SkippedArchived > 0 {
 		log.Warnf(ctx, "s3io: planning s3://%s/%s left out %d archived objects (Config.SkipArchived), such as %s", bucket, lp, st.SkippedArchived, strings.Join(skippedArchived, ", "))
 	}
-	log.Infof(ctx, "s3io: planned s3://%s/%s: %d keys listed with %d requests in %v; %d objects (%d bytes, %d archived) in %d descriptors; %d left out by selection", bucket, lp, st.KeysListed, st.ListRequests, time.Since(began).Round(time.Millisecond), st.Objects, st.Bytes, st.Archived, st.Descriptors, st.Skipped)
+	log.Infof(ctx, "s3io: planned s3://%s/%s: %d keys listed with %d requests in %v; %d objects (%d bytes, %d archived) in %d descriptors; %d left out by selection, %d folders not listed", bucket, lp, st.KeysListed, st.ListRequests, time.Since(began).Round(time.Millisecond), st.Objects, st.Bytes, st.Archived, st.Descriptors, st.Skipped, st.FoldersSkipped)
 	return st, nil
 }
 
