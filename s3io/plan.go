@@ -144,9 +144,9 @@ func (p *planner) plan(ctx context.Context, bucket, prefix string, emit func(Spl
 	if err != nil {
 		return PlanStats{}, err
 	}
-	st := PlanStats{ListPrefix: lp}
-	pk := &packer{bucket: bucket, target: cfg.SplitTargetBytes, maxMembers: cfg.MaxSplitMembers, emit: func(d SplitDescriptor) error {
-		st.Descriptors++
+	run := &planRun{planner: p, bucket: bucket, prefix: prefix, st: PlanStats{ListPrefix: lp}}
+	run.pk = &packer{bucket: bucket, target: cfg.SplitTargetBytes, maxMembers: cfg.MaxSplitMembers, emit: func(d SplitDescriptor) error {
+		run.st.Descriptors++
 		metricSplitsPlanned.Inc(ctx, 1)
 		return emit(d)
 	}}
@@ -158,81 +158,105 @@ func (p *planner) plan(ctx context.Context, bucket, prefix string, emit func(Spl
 	}
 	l.run(ctx)
 	began, lastLog := time.Now(), time.Now()
-	var skippedArchived []string
 	for {
 		page, err := l.next()
 		if err != nil {
-			return st, err
+			return run.st, err
 		}
 		if page == nil {
 			break
 		}
-		st.KeysListed += int64(len(page))
-		metricKeysListed.Inc(ctx, int64(len(page)))
-		var pageBytes int64
-		for _, o := range page {
-			pageBytes += o.Size
-		}
-		st.BytesListed += pageBytes
-		metricBytesListed.Inc(ctx, pageBytes)
-		for _, o := range page {
-			if !strings.HasPrefix(o.Key, prefix) || o.Size == 0 && strings.HasSuffix(o.Key, "/") {
-				continue
-			}
-			if !p.selects(o) {
-				st.Skipped++
-				continue
-			}
-			if o.ETag == "" {
-				return st, fmt.Errorf("s3io: the listing of s3://%s gives no ETag for %q, so its reads cannot be pinned", bucket, o.Key)
-			}
-			m := Member{Key: o.Key, Size: o.Size, ETag: o.ETag}
-			if archiveClasses[o.StorageClass] && !o.Restored {
-				if cfg.SkipArchived {
-					st.SkippedArchived++
-					if len(skippedArchived) < maxListedFailures {
-						skippedArchived = append(skippedArchived, o.Key)
-					}
-					continue
-				}
-				m.Archived = o.StorageClass
-				st.Archived++
-			}
-			class := o.StorageClass
-			if class == "" {
-				class = "STANDARD"
-			}
-			if st.StorageClasses == nil {
-				st.StorageClasses = map[string]int64{}
-			}
-			st.StorageClasses[class]++
-			st.Objects++
-			st.Bytes += o.Size
-			if err := p.addMember(ctx, bucket, m, pk, &st); err != nil {
-				return st, err
-			}
+		if err := run.page(ctx, page); err != nil {
+			return run.st, err
 		}
 		if time.Since(lastLog) >= planProgressEvery {
 			lastLog = time.Now()
-			secs := time.Since(began).Seconds()
-			log.Infof(ctx, "s3io: planning s3://%s/%s: %d keys (%d bytes) listed (%.0f keys/s), %d objects (%d bytes) in %d descriptors so far", bucket, lp, st.KeysListed, st.BytesListed, float64(st.KeysListed)/secs, st.Objects, st.Bytes, st.Descriptors)
+			st := &run.st
+			log.Infof(ctx, "s3io: planning s3://%s/%s: %d keys (%d bytes) listed (%.0f keys/s), %d objects (%d bytes) in %d descriptors so far", bucket, lp, st.KeysListed, st.BytesListed, float64(st.KeysListed)/time.Since(began).Seconds(), st.Objects, st.Bytes, st.Descriptors)
 		}
 	}
-	if err := pk.flush(); err != nil {
-		return st, err
+	if err := run.pk.flush(); err != nil {
+		return run.st, err
 	}
 	l.mu.Lock()
-	st.ListRequests, st.FoldersSkipped = l.stats.requests, l.stats.skippedFolders
+	run.st.ListRequests, run.st.FoldersSkipped = l.stats.requests, l.stats.skippedFolders
 	l.mu.Unlock()
+	run.report(ctx, time.Since(began))
+	return run.st, nil
+}
+
+// planRun is the state of planning one prefix.
+type planRun struct {
+	*planner
+	bucket, prefix  string
+	pk              *packer
+	st              PlanStats
+	skippedArchived []string // the first few keys SkipArchived left out, for the log
+}
+
+// page selects and packs one page of the listing, in key order.
+func (run *planRun) page(ctx context.Context, page []listedObject) error {
+	st := &run.st
+	var pageBytes int64
+	for _, o := range page {
+		pageBytes += o.Size
+	}
+	st.KeysListed += int64(len(page))
+	st.BytesListed += pageBytes
+	metricKeysListed.Inc(ctx, int64(len(page)))
+	metricBytesListed.Inc(ctx, pageBytes)
+	for _, o := range page {
+		if !strings.HasPrefix(o.Key, run.prefix) || o.Size == 0 && strings.HasSuffix(o.Key, "/") {
+			continue
+		}
+		if !run.selects(o) {
+			st.Skipped++
+			continue
+		}
+		if o.ETag == "" {
+			return fmt.Errorf("s3io: the listing of s3://%s gives no ETag for %q, so its reads cannot be pinned", run.bucket, o.Key)
+		}
+		m := Member{Key: o.Key, Size: o.Size, ETag: o.ETag}
+		if archiveClasses[o.StorageClass] && !o.Restored {
+			if run.cfg.SkipArchived {
+				st.SkippedArchived++
+				if len(run.skippedArchived) < maxListedFailures {
+					run.skippedArchived = append(run.skippedArchived, o.Key)
+				}
+				continue
+			}
+			m.Archived = o.StorageClass
+			st.Archived++
+		}
+		class := o.StorageClass
+		if class == "" {
+			class = "STANDARD"
+		}
+		if st.StorageClasses == nil {
+			st.StorageClasses = map[string]int64{}
+		}
+		st.StorageClasses[class]++
+		st.Objects++
+		st.Bytes += o.Size
+		if err := run.addMember(ctx, run.bucket, m, run.pk, st); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// report counts and logs what planning did.
+func (run *planRun) report(ctx context.Context, took time.Duration) {
+	st := &run.st
 	metricObjectsPlanned.Inc(ctx, st.Objects)
 	metricListRequests.Inc(ctx, st.ListRequests)
 	metricObjectsSkipped.Inc(ctx, st.Skipped)
 	metricSkippedArchived.Inc(ctx, st.SkippedArchived)
+	where := "s3://" + run.bucket + "/" + st.ListPrefix
 	if st.SkippedArchived > 0 {
-		log.Warnf(ctx, "s3io: planning s3://%s/%s left out %d archived objects (Config.SkipArchived), such as %s", bucket, lp, st.SkippedArchived, strings.Join(skippedArchived, ", "))
+		log.Warnf(ctx, "s3io: planning %s left out %d archived objects (Config.SkipArchived), such as %s", where, st.SkippedArchived, strings.Join(run.skippedArchived, ", "))
 	}
-	log.Infof(ctx, "s3io: planned s3://%s/%s: %d keys listed with %d requests in %v; %d objects (%d bytes, %d archived) in %d descriptors; %d left out by selection, %d folders not listed", bucket, lp, st.KeysListed, st.ListRequests, time.Since(began).Round(time.Millisecond), st.Objects, st.Bytes, st.Archived, st.Descriptors, st.Skipped, st.FoldersSkipped)
-	return st, nil
+	log.Infof(ctx, "s3io: planned %s: %d keys listed with %d requests in %v; %d objects (%d bytes, %d archived) in %d descriptors; %d left out by selection, %d folders not listed", where, st.KeysListed, st.ListRequests, took.Round(time.Millisecond), st.Objects, st.Bytes, st.Archived, st.Descriptors, st.Skipped, st.FoldersSkipped)
 }
 
 // selects applies Match and the time window.
