@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
@@ -205,6 +206,7 @@ func (run *planRun) page(ctx context.Context, page []listedObject) error {
 	st.BytesListed += pageBytes
 	metricKeysListed.Inc(ctx, int64(len(page)))
 	metricBytesListed.Inc(ctx, pageBytes)
+	selected := make([]Member, 0, len(page))
 	for _, o := range page {
 		if !strings.HasPrefix(o.Key, run.prefix) || o.Size == 0 && strings.HasSuffix(o.Key, "/") {
 			continue
@@ -238,7 +240,10 @@ func (run *planRun) page(ctx context.Context, page []listedObject) error {
 		st.StorageClasses[class]++
 		st.Objects++
 		st.Bytes += o.Size
-		if err := run.addMember(ctx, run.bucket, m, run.pk, st); err != nil {
+		selected = append(selected, m)
+	}
+	for i, seg := range run.segmentable(ctx, run.bucket, selected) {
+		if err := run.addMember(ctx, selected[i], seg, run.pk, st); err != nil {
 			return err
 		}
 	}
@@ -273,11 +278,38 @@ func (p *planner) selects(o listedObject) bool {
 	return true
 }
 
-// addMember packs m, cut into segments when it is a large uncompressed object framed by a
-// self-synchronising framer.
-func (p *planner) addMember(ctx context.Context, bucket string, m Member, pk *packer, st *PlanStats) error {
-	if segSize := max(p.cfg.SplitTargetBytes, minSegmentBytes); m.Archived == "" && m.Size > segSize && selfSynchronizing(p.cfg.Framer) && p.storedPlain(ctx, bucket, m) {
-		segs := segments(m, segSize)
+// segmentable reports which members are cut into segments: large uncompressed objects
+// framed by a self-synchronising framer. The 4-byte probes that tell an object of unknown
+// compression is uncompressed run ListParallelism at a time: one after another, a prefix of
+// thousands of large objects would cost a request's latency per object to plan.
+func (p *planner) segmentable(ctx context.Context, bucket string, ms []Member) []bool {
+	out := make([]bool, len(ms))
+	if !selfSynchronizing(p.cfg.Framer) {
+		return out
+	}
+	segSize := max(p.cfg.SplitTargetBytes, minSegmentBytes)
+	sem := make(chan struct{}, max(p.cfg.ListParallelism, 1))
+	var wg sync.WaitGroup
+	for i, m := range ms {
+		if m.Archived != "" || m.Size <= segSize {
+			continue
+		}
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer wg.Done()
+			out[i] = p.storedPlain(ctx, bucket, m)
+			<-sem
+		}()
+	}
+	wg.Wait()
+	return out
+}
+
+// addMember packs m, cut into segments when seg says so.
+func (p *planner) addMember(ctx context.Context, m Member, seg bool, pk *packer, st *PlanStats) error {
+	if seg {
+		segs := segments(m, max(p.cfg.SplitTargetBytes, minSegmentBytes))
 		st.Segments += int64(len(segs))
 		metricSegmentsPlanned.Inc(ctx, int64(len(segs)))
 		for _, s := range segs {
