@@ -4,8 +4,11 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"net/http"
+	"net/http/httptest"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -306,4 +309,51 @@ func TestListingSkipsFolders(t *testing.T) {
 		t.Errorf("listed %d of %d keys (%d in folders that may match), %d folders skipped: nothing was pruned", len(got), len(keys), kept, l.stats.skippedFolders)
 	}
 	t.Logf("listed %d of %d keys with %d requests; %d folders skipped", len(got), len(keys), srv.Stats().Lists, l.stats.skippedFolders)
+}
+
+// TestListingErrors: LIST answers the SDK retries (503 SlowDown) cost nothing but time; an
+// answer that cannot be retried fails planning with S3's reason and what to check, and the
+// listing's workers stop.
+func TestListingErrors(t *testing.T) {
+	keys := make([]string, 2500)
+	for i := range keys {
+		keys[i] = fmt.Sprintf("data/%05d", i)
+	}
+	fake := fakelist.New(fakelist.Options{Bucket: "lst", N: len(keys), Key: func(i int) string { return keys[i] }})
+	defer fake.Close()
+	var mu sync.Mutex
+	n, denyAfter := 0, -1
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		n++
+		k, deny := n, denyAfter >= 0 && n > denyAfter
+		mu.Unlock()
+		switch {
+		case deny:
+			w.WriteHeader(http.StatusForbidden)
+			fmt.Fprint(w, `<?xml version="1.0" encoding="UTF-8"?><Error><Code>AccessDenied</Code><Message>Access Denied</Message></Error>`)
+		case k%7 == 0:
+			w.WriteHeader(http.StatusServiceUnavailable)
+			fmt.Fprint(w, `<?xml version="1.0" encoding="UTF-8"?><Error><Code>SlowDown</Code><Message>Please reduce your request rate.</Message></Error>`)
+		default:
+			fake.ServeHTTP(w, r)
+		}
+	}))
+	defer srv.Close()
+	t.Setenv("AWS_ACCESS_KEY_ID", "test")
+	t.Setenv("AWS_SECRET_ACCESS_KEY", "test")
+	cfg := Config{Bucket: "lst", Prefix: "data/", Endpoint: srv.URL, UsePathStyle: true, Region: "us-east-1", Compression: CompressionGzip}
+	st, err := PlanDescriptors(context.Background(), cfg, func(SplitDescriptor) error { return nil })
+	if err != nil || st.Objects != int64(len(keys)) {
+		t.Fatalf("with 503s: planned %d objects, err %v; want %d, nil", st.Objects, err, len(keys))
+	}
+
+	mu.Lock()
+	n, denyAfter = 0, 1 // the first page only: the rest of the listing cannot finish
+	mu.Unlock()
+	_, err = PlanDescriptors(context.Background(), cfg, func(SplitDescriptor) error { return nil })
+	if err == nil || !strings.Contains(err.Error(), "AccessDenied") || !strings.Contains(err.Error(), "s3:ListBucket") || !strings.Contains(err.Error(), "s3://lst/data/") {
+		t.Fatalf("err = %v, want AccessDenied naming the prefix and what to check", err)
+	}
+	settleGoroutines(t) // the listing's workers stop
 }

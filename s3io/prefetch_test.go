@@ -56,14 +56,14 @@ func newFetchFixture(t *testing.T, partBytes, fetchBudget int64, inFlight int, s
 	return fx
 }
 
-// ownGoroutines counts the goroutines running this package's fetching and framing code;
+// ownGoroutines counts the goroutines running this package's listing, fetching and framing code;
 // the HTTP client's and the test server's connection goroutines are not ours to count.
 func ownGoroutines() (int, string) {
 	buf := make([]byte, 4<<20)
 	dump := string(buf[:runtime.Stack(buf, true)])
 	n := 0
 	for _, g := range strings.Split(dump, "\n\n") {
-		if strings.Contains(g, "s3io.(*fetcher)") || strings.Contains(g, "s3io.startFraming") || strings.Contains(g, "s3io.(*pinnedReader)") {
+		if strings.Contains(g, "s3io.(*fetcher)") || strings.Contains(g, "s3io.startFraming") || strings.Contains(g, "s3io.(*pinnedReader)") || strings.Contains(g, "s3io.(*listing)") {
 			n++
 		}
 	}
