@@ -243,15 +243,8 @@ var listEmptyValue = []byte{}
 // listBucketResult decodes the children of the root element.
 func (p *listParser) listBucketResult(out *s3.ListObjectsV2Output, root []byte) error {
 	for {
-		start, err := p.nextTag()
-		if err != nil {
-			return err
-		}
-		if !start {
-			return p.endTag(root)
-		}
-		name, empty, err := p.startTag()
-		if err != nil {
+		name, empty, more, err := p.nextChild(root)
+		if !more {
 			return err
 		}
 		switch listFieldOf(name) {
@@ -318,12 +311,9 @@ func (p *listParser) object(obj *types.Object, elem []byte, empty bool) error {
 	p.strs = p.strs[:0]
 	key, etag := [2]int{-1, -1}, [2]int{-1, -1}
 	for {
-		start, err := p.nextTag()
-		if err != nil {
-			return err
-		}
-		if !start {
-			if key[0] >= 0 || etag[0] >= 0 {
+		name, empty, more, err := p.nextChild(elem)
+		if !more {
+			if err == nil && (key[0] >= 0 || etag[0] >= 0) {
 				strs := string(p.strs)
 				if key[0] >= 0 {
 					cells.key = strs[key[0]:key[1]]
@@ -332,10 +322,6 @@ func (p *listParser) object(obj *types.Object, elem []byte, empty bool) error {
 					cells.etag = strs[etag[0]:etag[1]]
 				}
 			}
-			return p.endTag(elem)
-		}
-		name, empty, err := p.startTag()
-		if err != nil {
 			return err
 		}
 		f := listFieldOf(name)
@@ -406,15 +392,8 @@ func (p *listParser) restoreStatus(rs *types.RestoreStatus, elem []byte, empty b
 		return nil
 	}
 	for {
-		start, err := p.nextTag()
-		if err != nil {
-			return err
-		}
-		if !start {
-			return p.endTag(elem)
-		}
-		name, empty, err := p.startTag()
-		if err != nil {
+		name, empty, more, err := p.nextChild(elem)
+		if !more {
 			return err
 		}
 		switch listFieldOf(name) {
@@ -443,15 +422,8 @@ func (p *listParser) owner(o *types.Owner, elem []byte, empty bool) error {
 		return nil
 	}
 	for {
-		start, err := p.nextTag()
-		if err != nil {
-			return err
-		}
-		if !start {
-			return p.endTag(elem)
-		}
-		name, empty, err := p.startTag()
-		if err != nil {
+		name, empty, more, err := p.nextChild(elem)
+		if !more {
 			return err
 		}
 		switch listFieldOf(name) {
@@ -474,15 +446,8 @@ func (p *listParser) commonPrefix(cp *types.CommonPrefix, elem []byte, empty boo
 		return nil
 	}
 	for {
-		start, err := p.nextTag()
-		if err != nil {
-			return err
-		}
-		if !start {
-			return p.endTag(elem)
-		}
-		name, empty, err := p.startTag()
-		if err != nil {
+		name, empty, more, err := p.nextChild(elem)
+		if !more {
 			return err
 		}
 		if listFieldOf(name) == lfPrefix {
@@ -1368,6 +1333,20 @@ func (p *listParser) plainValue(raw []byte) ([]byte, bool) {
 // maxListSkipDepth bounds the nesting of an ignored element, so a hostile document cannot
 // make the skip's stack grow without bound; deeper documents go to the SDK.
 const maxListSkipDepth = 256
+
+// nextChild reads up to the next child element of elem: its name, or more == false once
+// elem's end tag (or an error) is read, with err telling which.
+func (p *listParser) nextChild(elem []byte) (name []byte, empty, more bool, err error) {
+	start, err := p.nextTag()
+	if err != nil {
+		return nil, false, false, err
+	}
+	if !start {
+		return nil, false, false, p.endTag(elem)
+	}
+	name, empty, err = p.startTag()
+	return name, empty, err == nil, err
+}
 
 // skip reads over an element the output has no field for (whose start tag has been read),
 // validating it as encoding/xml would, without allocating unless it is deeply nested.
