@@ -27,18 +27,25 @@ func listFixture(t *testing.T, keys []string, latency time.Duration) (*fakelist.
 	return srv, cfg
 }
 
-// listAll runs a listing to its end and returns the keys in the order it handed them out.
-func listAll(t *testing.T, cfg Config, prefix, startAfter string, parallelism int, pageKeys int32) ([]string, *listing) {
+// testListing prepares a listing of prefix in pages of pageKeys; run it with runListing.
+func testListing(t *testing.T, cfg Config, prefix, startAfter string, parallelism int, pageKeys int32) *listing {
 	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	client, err := newClient(ctx, cfg)
+	client, err := newClient(t.Context(), cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
 	cfg.ListParallelism = parallelism
 	l := newListing(client, &cfg, cfg.Bucket, prefix, startAfter)
 	l.pageKeys = pageKeys
+	return l
+}
+
+// runListing runs l to its end, calling each after every page, and returns the keys in the
+// order it handed them out.
+func runListing(t *testing.T, l *listing, each func()) []string {
+	t.Helper()
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
 	l.run(ctx)
 	var got []string
 	for {
@@ -47,12 +54,22 @@ func listAll(t *testing.T, cfg Config, prefix, startAfter string, parallelism in
 			t.Fatal(err)
 		}
 		if page == nil {
-			return got, l
+			return got
 		}
 		for _, o := range page {
 			got = append(got, o.Key)
 		}
+		if each != nil {
+			each()
+		}
 	}
+}
+
+// listAll lists prefix to its end and returns the keys in the order they were handed out.
+func listAll(t *testing.T, cfg Config, prefix, startAfter string, parallelism int, pageKeys int32) ([]string, *listing) {
+	t.Helper()
+	l := testListing(t, cfg, prefix, startAfter, parallelism, pageKeys)
+	return runListing(t, l, nil), l
 }
 
 // keyLayouts are key sets whose shapes stress different cuts: zero-padded counters in one
@@ -143,31 +160,14 @@ func TestListingKeepsRequestsInFlight(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			keys := keyLayouts(rng)[name]
 			srv, cfg := listFixture(t, keys, 5*time.Millisecond)
-			ctx, cancel := context.WithCancel(context.Background())
-			defer cancel()
-			client, err := newClient(ctx, cfg)
-			if err != nil {
-				t.Fatal(err)
-			}
-			cfg.ListParallelism = 8
-			l := newListing(client, &cfg, cfg.Bucket, "data/", "")
-			l.pageKeys = 20
-			l.run(ctx)
-			n, most := 0, 0
-			for {
-				page, err := l.next()
-				if err != nil {
-					t.Fatal(err)
-				}
-				if page == nil {
-					break
-				}
-				n += len(page)
+			l := testListing(t, cfg, "data/", "", 8, 20)
+			most := 0
+			n := len(runListing(t, l, func() {
 				l.mu.Lock()
 				most = max(most, l.buffered)
 				l.mu.Unlock()
 				time.Sleep(200 * time.Microsecond) // a consumer slower than the listers
-			}
+			}))
 			if n != len(keys) {
 				t.Fatalf("listed %d keys, want %d", n, len(keys))
 			}
@@ -272,29 +272,9 @@ func TestListingSkipsFolders(t *testing.T) {
 	}
 	skip := func(f string) bool { return strings.HasPrefix(f, "data/day=") && (f[len("data/day=")+1]-'0')%2 == 1 }
 	srv, cfg := listFixture(t, keys, time.Millisecond)
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	client, err := newClient(ctx, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg.ListParallelism = 16
-	l := newListing(client, &cfg, cfg.Bucket, "data/", "")
-	l.pageKeys, l.skipFolder = 50, skip
-	l.run(ctx)
-	var got []string
-	for {
-		page, err := l.next()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if page == nil {
-			break
-		}
-		for _, o := range page {
-			got = append(got, o.Key)
-		}
-	}
+	l := testListing(t, cfg, "data/", "", 16, 50)
+	l.skipFolder = skip
+	got := runListing(t, l, nil)
 	if !slices.IsSorted(got) {
 		t.Fatal("keys out of order")
 	}
