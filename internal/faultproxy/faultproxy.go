@@ -185,11 +185,7 @@ func (p *Proxy) serve(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	out := r.Clone(r.Context())
-	out.RequestURI = ""
-	out.URL.Scheme, out.URL.Host = p.upstream.Scheme, p.upstream.Host
-	out.Host = r.Host
-	resp, err := http.DefaultTransport.RoundTrip(out)
+	resp, err := p.forward(r)
 	if err != nil {
 		http.Error(w, err.Error(), http.StatusBadGateway)
 		return
@@ -323,4 +319,13 @@ func (p *Proxy) Gets(key string) []Get {
 		}
 	}
 	return out
+}
+
+// forward sends r on to the upstream server, as it came (Host header included).
+func (p *Proxy) forward(r *http.Request) (*http.Response, error) {
+	out := r.Clone(r.Context())
+	out.RequestURI = ""
+	out.URL.Scheme, out.URL.Host = p.upstream.Scheme, p.upstream.Host
+	out.Host = r.Host
+	return http.DefaultTransport.RoundTrip(out)
 }

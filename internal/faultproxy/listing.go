@@ -142,11 +142,7 @@ func (p *Proxy) serveList(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	out := r.Clone(r.Context())
-	out.RequestURI = ""
-	out.URL.Scheme, out.URL.Host = p.upstream.Scheme, p.upstream.Host
-	out.Host = r.Host
-	resp, err := http.DefaultTransport.RoundTrip(out)
+	resp, err := p.forward(r)
 	if err != nil {
 		status = http.StatusBadGateway
 		http.Error(w, err.Error(), status)
