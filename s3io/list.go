@@ -61,6 +61,9 @@ type listing struct {
 	buffered int         // pages held by all ranges
 	inFlight int
 	err      error
+	// stop cancels the requests still in flight once every range is done: a delimiter
+	// probe can outlive the range it was sent for, and its answer is no longer needed.
+	stop     context.CancelFunc
 	alphabet alphabet
 	stats    listStats
 }
@@ -118,6 +121,7 @@ const listBufferPagesPerRequest = 8
 // run lists until every range is done or ctx ends; the consumer reads with next. It returns
 // at once; the workers stop when the listing is done, fails, or ctx is cancelled.
 func (l *listing) run(ctx context.Context) {
+	ctx, l.stop = context.WithCancel(ctx)
 	for range l.parallelism {
 		go l.work(ctx)
 	}
@@ -129,7 +133,7 @@ func (l *listing) run(ctx context.Context) {
 
 func (l *listing) fail(err error) {
 	l.mu.Lock()
-	if l.err == nil {
+	if l.err == nil && len(l.ranges) > 0 {
 		l.err = err
 	}
 	l.cond.Broadcast()
@@ -142,9 +146,16 @@ func (l *listing) next() ([]listedObject, error) {
 	defer l.mu.Unlock()
 	for {
 		if l.err != nil {
+			l.stop()
 			return nil, l.err
 		}
 		if len(l.ranges) == 0 {
+			// Complete: the requests still out are probes nobody needs. Wait for them so
+			// that the stats are final and no worker outlives the listing.
+			l.stop()
+			for l.inFlight > 0 {
+				l.cond.Wait()
+			}
 			return nil, nil
 		}
 		head := l.ranges[0]
@@ -192,7 +203,7 @@ func (l *listing) work(ctx context.Context) {
 		l.inFlight--
 		t.r.setInFlight(t.probe, false)
 		if err != nil {
-			if l.err == nil {
+			if l.err == nil && len(l.ranges) > 0 {
 				l.err = err
 			}
 			l.cond.Broadcast()
@@ -489,6 +500,11 @@ func (l *listing) probe(r *keyRange) task {
 func (l *listing) splitAtFolders(r *keyRange, p *listPage) {
 	for _, o := range p.objects {
 		l.alphabet.add(strings.TrimPrefix(o.Key, l.prefix))
+	}
+	if r.done {
+		// Its pages came back while the probe was out (and the consumer may have dropped
+		// it): nothing is left to cut, whatever a prefix that changed meanwhile shows.
+		return
 	}
 	var cuts []string
 	var from []int // the folder each cut was made for
