@@ -9,7 +9,7 @@ import (
 
 // PackingVersion names the planner's packing algorithm. It is digested into every split ID,
 // so a change to how objects are packed can never make a new split collide with an old one.
-const PackingVersion = "s3io-pack-v2"
+const PackingVersion = "s3io-pack-v3"
 
 // Member is one object of a split descriptor, as the planner listed it, or one segment of a
 // large uncompressed object.

@@ -13,57 +13,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 )
 
-// packer packs a key-sorted stream of members into descriptors in key order: whole
-// objects, greedily, while a descriptor stays within target bytes and maxMembers objects. An
-// object of target bytes or more gets a descriptor of its own. It holds one descriptor at a
-// time, so planning memory does not grow with the listing.
-type packer struct {
-	bucket     string
-	target     int64
-	maxMembers int
-	emit       func(SplitDescriptor) error
-
-	cur      []Member
-	curBytes int64
-}
-
-func (p *packer) add(m Member) error {
-	if len(p.cur) > 0 && (p.curBytes+m.weight() > p.target || len(p.cur) >= p.maxMembers) {
-		if err := p.flush(); err != nil {
-			return err
-		}
-	}
-	p.cur = append(p.cur, m)
-	p.curBytes += m.weight()
-	if p.curBytes >= p.target {
-		return p.flush()
-	}
-	return nil
-}
-
-func (p *packer) flush() error {
-	if len(p.cur) == 0 {
-		return nil
-	}
-	d := SplitDescriptor{ID: SplitID(p.bucket, p.cur), Bucket: p.bucket, Members: p.cur}
-	p.cur, p.curBytes = nil, 0
-	return p.emit(d)
-}
-
-// packMembers packs a whole sorted listing; the planner streams through a packer instead.
-func packMembers(bucket string, objects []Member, target int64, maxMembers int) []SplitDescriptor {
-	var out []SplitDescriptor
-	p := &packer{bucket: bucket, target: target, maxMembers: maxMembers, emit: func(d SplitDescriptor) error {
-		out = append(out, d)
-		return nil
-	}}
-	for _, o := range objects {
-		_ = p.add(o)
-	}
-	_ = p.flush()
-	return out
-}
-
 // PlanStats says what planning listed and planned.
 type PlanStats struct {
 	// ListPrefix is the Prefix the LIST requests asked for: the longer of the prefix and

@@ -19,48 +19,6 @@ func sizedListing(sizes ...int64) []Member {
 	return out
 }
 
-func TestPackMembers(t *testing.T) {
-	for _, tc := range []struct {
-		name       string
-		sizes      []int64
-		target     int64
-		maxMembers int
-		want       [][]int // member indexes per descriptor
-	}{
-		{"empty", nil, 100, 10, nil},
-		{"fits one", []int64{10, 20, 30}, 100, 10, [][]int{{0, 1, 2}}},
-		{"target respected", []int64{40, 40, 40, 40}, 100, 10, [][]int{{0, 1}, {2, 3}}},
-		{"exact target closes the split", []int64{50, 50, 1}, 100, 10, [][]int{{0, 1}, {2}}},
-		{"large object alone", []int64{10, 500, 10}, 100, 10, [][]int{{0}, {1}, {2}}},
-		{"member cap", []int64{1, 1, 1, 1, 1}, 100, 2, [][]int{{0, 1}, {2, 3}, {4}}},
-		{"zero-byte objects are members", []int64{0, 0, 0}, 100, 10, [][]int{{0, 1, 2}}},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			objs := sizedListing(tc.sizes...)
-			got := packMembers("b", objs, tc.target, tc.maxMembers)
-			if len(got) != len(tc.want) {
-				t.Fatalf("got %d descriptors, want %d: %+v", len(got), len(tc.want), got)
-			}
-			for i, d := range got {
-				if len(d.Members) != len(tc.want[i]) {
-					t.Fatalf("descriptor %d has %d members, want %v", i, len(d.Members), tc.want[i])
-				}
-				for j, m := range d.Members {
-					if m != objs[tc.want[i][j]] {
-						t.Errorf("descriptor %d member %d = %+v, want %+v", i, j, m, objs[tc.want[i][j]])
-					}
-				}
-				if d.Size() > tc.target && len(d.Members) > 1 {
-					t.Errorf("descriptor %d holds %d bytes in %d members, over the target %d", i, d.Size(), len(d.Members), tc.target)
-				}
-				if d.ID != SplitID("b", d.Members) || d.Bucket != "b" {
-					t.Errorf("descriptor %d: ID %s bucket %s, want %s and b", i, d.ID, d.Bucket, SplitID("b", d.Members))
-				}
-			}
-		})
-	}
-}
-
 func TestSplitIDs(t *testing.T) {
 	objs := sizedListing(60, 60, 60, 60, 60, 60)
 	first := packMembers("b", objs, 100, 10)

@@ -1,0 +1,114 @@
+package s3io
+
+import (
+	"crypto/sha256"
+	"encoding/binary"
+	"math"
+)
+
+// packer packs a key-sorted stream of members into descriptors at content-defined
+// boundaries, so that a replan of a prefix that changed a little keeps almost every ID: a
+// cut falls after an *anchor*, a member chosen by a hash of its key, never by where the
+// previous descriptor happened to end. Greedy packing, where each cut depends on the last,
+// would let one object added near the start of a prefix move every later boundary.
+//
+// The rule, in units of the target size T (a member weighs max(size/T, 2/maxMembers), so
+// that many tiny objects also reach a cut):
+//   - A member of T bytes or more, and every segment of a large object, is a descriptor of
+//     its own.
+//   - Any other member is an anchor when the hash of its key, as a fraction of 2^64, is below
+//     e times its weight: anchors fall on average every T/e of weight.
+//   - The packer cuts after an anchor when the weight since the anchor before it (or since a
+//     member of its own) is at least T/e. Skipping anchors that follow closely bounds
+//     descriptors below by T/e while keeping every decision local: whether to cut after a
+//     member depends on the members since the previous anchor only. The mean descriptor then
+//     weighs T (e^α·T/e with α = 1).
+//   - Bounds: a descriptor is also cut before it would pass 2T bytes or maxMembers members.
+//     Only these forced cuts depend on where the descriptor began, and the next anchor
+//     cut resynchronises.
+//
+// So adding, removing or changing one member moves at most the anchor decisions at its own
+// anchor and the next one: the descriptor that holds it and at most one neighbour change
+// IDs, unless a forced cut lies between the edit and the next anchor cut.
+//
+// The packer holds one descriptor at a time, so planning memory does not grow with the
+// listing.
+type packer struct {
+	bucket     string
+	target     int64
+	maxMembers int
+	emit       func(SplitDescriptor) error
+
+	cur      []Member
+	curBytes int64
+	// gap is the weight since the last anchor or own-descriptor member, whatever the cuts.
+	gap float64
+}
+
+// maxTargetMultiple bounds a descriptor of several members at this many times the target.
+const maxTargetMultiple = 4
+
+func (p *packer) add(m Member) error {
+	w := m.weight()
+	if m.isSegment() {
+		if err := p.flush(); err != nil {
+			return err
+		}
+		p.cur, p.curBytes, p.gap = append(p.cur, m), w, 0
+		return p.flush()
+	}
+	if len(p.cur) > 0 && (len(p.cur) >= p.maxMembers || p.curBytes+w > maxTargetMultiple*p.target) {
+		if err := p.flush(); err != nil {
+			return err
+		}
+	}
+	p.cur = append(p.cur, m)
+	p.curBytes += w
+	u := memberWeight(w, p.target, p.maxMembers)
+	p.gap += u
+	if anchorPoint(m.Key) < u*math.E {
+		cut := p.gap >= 1/math.E
+		p.gap = 0
+		if cut {
+			return p.flush()
+		}
+	}
+	return nil
+}
+
+// memberWeight is a member's share of a target-sized descriptor: its bytes, or, for small
+// objects, at least 2/maxMembers, so that descriptors of tiny objects average half the
+// member bound instead of always hitting it.
+func memberWeight(size, target int64, maxMembers int) float64 {
+	return max(float64(size)/float64(target), 4/float64(max(maxMembers, 1)))
+}
+
+// anchorPoint maps a key to a uniform point in [0, 1). SHA-256 rather than a faster hash:
+// it is stable across Go versions and processes by definition, and costs ~0.3 µs a key.
+func anchorPoint(key string) float64 {
+	sum := sha256.Sum256([]byte(key))
+	return float64(binary.BigEndian.Uint64(sum[:8])>>11) / (1 << 53)
+}
+
+func (p *packer) flush() error {
+	if len(p.cur) == 0 {
+		return nil
+	}
+	d := SplitDescriptor{ID: SplitID(p.bucket, p.cur), Bucket: p.bucket, Members: p.cur}
+	p.cur, p.curBytes = nil, 0
+	return p.emit(d)
+}
+
+// packMembers packs a whole sorted listing; the planner streams through a packer instead.
+func packMembers(bucket string, objects []Member, target int64, maxMembers int) []SplitDescriptor {
+	var out []SplitDescriptor
+	p := &packer{bucket: bucket, target: target, maxMembers: maxMembers, emit: func(d SplitDescriptor) error {
+		out = append(out, d)
+		return nil
+	}}
+	for _, o := range objects {
+		_ = p.add(o)
+	}
+	_ = p.flush()
+	return out
+}
