@@ -100,10 +100,17 @@ func (p *planner) plan(ctx context.Context, bucket, prefix string, emit func(Spl
 		metricSplitsPlanned.Inc(ctx, 1)
 		return emit(d)
 	}}
+	return run.list(ctx)
+}
+
+// list lists the run's prefix to its end, selecting from each page and packing (or handing
+// on) what it selects, and reports.
+func (run *planRun) list(ctx context.Context) (PlanStats, error) {
+	cfg, bucket, lp := &run.cfg, run.bucket, run.st.ListPrefix
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	l := newListing(p.client, cfg, bucket, lp, cfg.StartAfter)
-	if g := p.glob; g != nil {
+	l := newListing(run.client, cfg, bucket, lp, cfg.StartAfter)
+	if g := run.glob; g != nil {
 		l.skipFolder = func(f string) bool { return !g.mayMatchUnder(f) }
 	}
 	l.run(ctx)
@@ -125,8 +132,10 @@ func (p *planner) plan(ctx context.Context, bucket, prefix string, emit func(Spl
 			log.Infof(ctx, "s3io: planning s3://%s/%s: %d keys (%d bytes) listed (%.0f keys/s), %d objects (%d bytes) in %d descriptors so far", bucket, lp, st.KeysListed, st.BytesListed, float64(st.KeysListed)/time.Since(began).Seconds(), st.Objects, st.Bytes, st.Descriptors)
 		}
 	}
-	if err := run.pk.flush(); err != nil {
-		return run.st, err
+	if run.pk != nil {
+		if err := run.pk.flush(); err != nil {
+			return run.st, err
+		}
 	}
 	l.mu.Lock()
 	run.st.ListRequests, run.st.FoldersSkipped = l.stats.requests, l.stats.skippedFolders
@@ -138,8 +147,11 @@ func (p *planner) plan(ctx context.Context, bucket, prefix string, emit func(Spl
 // planRun is the state of planning one prefix.
 type planRun struct {
 	*planner
-	bucket, prefix  string
-	pk              *packer
+	bucket, prefix string
+	pk             *packer
+	// each, when set, is given every selected object instead of the packer: a watch
+	// compares them with what it read before.
+	each            func(m Member, lastModified time.Time) error
 	st              PlanStats
 	skippedArchived []string // the first few keys SkipArchived left out, for the log
 }
@@ -189,6 +201,12 @@ func (run *planRun) page(ctx context.Context, page []listedObject) error {
 		st.StorageClasses[class]++
 		st.Objects++
 		st.Bytes += o.Size
+		if run.each != nil {
+			if err := run.each(m, o.LastModified); err != nil {
+				return err
+			}
+			continue
+		}
 		selected = append(selected, m)
 	}
 	for i, seg := range run.segmentable(ctx, run.bucket, selected) {
@@ -202,13 +220,19 @@ func (run *planRun) page(ctx context.Context, page []listedObject) error {
 // report counts and logs what planning did.
 func (run *planRun) report(ctx context.Context, took time.Duration) {
 	st := &run.st
-	metricObjectsPlanned.Inc(ctx, st.Objects)
+	if run.each == nil {
+		metricObjectsPlanned.Inc(ctx, st.Objects)
+	}
 	metricListRequests.Inc(ctx, st.ListRequests)
 	metricObjectsSkipped.Inc(ctx, st.Skipped)
 	metricSkippedArchived.Inc(ctx, st.SkippedArchived)
 	where := "s3://" + run.bucket + "/" + st.ListPrefix
 	if st.SkippedArchived > 0 {
 		log.Warnf(ctx, "s3io: planning %s left out %d archived objects (Config.SkipArchived), such as %s", where, st.SkippedArchived, strings.Join(run.skippedArchived, ", "))
+	}
+	if run.each != nil {
+		log.Infof(ctx, "s3io: refresh listed %s: %d keys with %d requests in %v; %d objects (%d bytes, %d archived) selected; %d left out by selection, %d folders not listed", where, st.KeysListed, st.ListRequests, took.Round(time.Millisecond), st.Objects, st.Bytes, st.Archived, st.Skipped, st.FoldersSkipped)
+		return
 	}
 	log.Infof(ctx, "s3io: planned %s: %d keys listed with %d requests in %v; %d objects (%d bytes, %d archived) in %d descriptors; %d left out by selection, %d folders not listed", where, st.KeysListed, st.ListRequests, took.Round(time.Millisecond), st.Objects, st.Bytes, st.Archived, st.Descriptors, st.Skipped, st.FoldersSkipped)
 }

@@ -92,6 +92,9 @@ type Proxy struct {
 	// S3's latency would (see listing.go). ListObjectsV2 requests are logged either way.
 	RewriteList Rewrite
 	ListDelay   time.Duration
+	// BeforeList runs before the n-th ListObjectsV2 request (1-based) is forwarded, and may
+	// block it: a test holds a watch's refreshes until it has changed the bucket.
+	BeforeList func(n int)
 
 	mu       sync.Mutex
 	n        map[string]int

@@ -125,9 +125,12 @@ func (p *Proxy) serveList(w http.ResponseWriter, r *http.Request) {
 	p.lists.log = append(p.lists.log, entry)
 	p.lists.inFlight++
 	p.lists.maxIn = max(p.lists.maxIn, p.lists.inFlight)
-	rewrite, delay := p.RewriteList, p.ListDelay
+	rewrite, delay, before, n := p.RewriteList, p.ListDelay, p.BeforeList, len(p.lists.log)
 	req := *entry
 	p.mu.Unlock()
+	if before != nil {
+		before(n)
+	}
 	status, rewritten := 0, false
 	defer func() {
 		p.mu.Lock()

@@ -1,0 +1,282 @@
+package s3io
+
+import (
+	"context"
+	"fmt"
+	"reflect"
+	"time"
+
+	"github.com/apache/beam/sdks/v2/go/pkg/beam"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/graph/window"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/state"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/timers"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/log"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/register"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/transforms/periodic"
+)
+
+func init() {
+	register.DoFn2x0[[]byte, func(periodic.SequenceDefinition)](&refreshScheduleFn{})
+	register.DoFn4x1[context.Context, beam.EventTime, int64, func(string, listedVersion), error](&refreshListFn{})
+	register.DoFn8x1[context.Context, beam.EventTime, state.Provider, timers.Provider, string, listedVersion, func(beam.EventTime, SplitDescriptor), func(int), error](&watchFn{})
+	register.Combiner3[refreshSummary, int, refreshSummary](&summarizeRefresh{})
+	register.DoFn3x0[context.Context, beam.Window, refreshSummary](&logRefreshFn{})
+	register.DoFn2x1[context.Context, Failure, error](&failUnreadableFn{})
+	register.Emitter1[periodic.SequenceDefinition]()
+	register.Emitter2[string, listedVersion]()
+	register.Emitter2[beam.EventTime, SplitDescriptor]()
+	register.Emitter1[int]()
+	beam.RegisterType(reflect.TypeOf((*listedVersion)(nil)).Elem())
+	beam.RegisterType(reflect.TypeOf((*refreshSummary)(nil)).Elem())
+}
+
+var (
+	metricRefreshes        = beam.NewCounter(MetricsNamespace, "refreshes")
+	metricObjectsNew       = beam.NewCounter(MetricsNamespace, "objects_new")
+	metricObjectsChanged   = beam.NewCounter(MetricsNamespace, "objects_changed")
+	metricObjectsUnchanged = beam.NewCounter(MetricsNamespace, "objects_unchanged")
+	metricObjectsGone      = beam.NewCounter(MetricsNamespace, "objects_gone")
+)
+
+// ReadContinuously watches cfg.Bucket and cfg.Prefix: it lists them every interval until
+// end (the zero time: until the job is cancelled or drained) and reads each object version
+// (key, ETag) once. New keys and overwritten objects are read when a refresh finds them;
+// unchanged objects are not read again; deleted objects are forgotten, so a key that comes
+// back is read again. Its output, a PCollection<[]byte> of records, is unbounded.
+//
+// What was read is kept in Beam state keyed by object key (the ETag, tens of bytes plus the
+// key per object), not in a worker's memory, so it survives worker restarts, scales with
+// the runner's state backend, and is restored from a checkpoint or savepoint. A refresh
+// costs one listing of the prefix (see "How planning scales" in the README): about one LIST
+// request per 1,000 keys, whether anything changed or not.
+//
+// Event time: each record carries its object's LastModified. The output watermark follows
+// the refreshes, so an object is found up to one interval (plus the listing) after it was
+// written, and S3's LastModified is when its upload began: windowed aggregations downstream
+// need an allowed lateness of at least the interval plus the longest upload.
+//
+// Failures: an object deleted or overwritten between the refresh that listed it and its
+// read is not an error (the next refresh forgets it or reads the new version); it is
+// logged and counted as objects_failed_deleted or objects_failed_overwritten. Any other
+// Failure (corrupt, unreadable, record_too_large, archived) fails the job, naming the
+// object; ReadContinuouslyWithFailures returns them all instead. Streaming runners differ in
+// what a failing bundle does: prism and Flink (without a restart strategy) fail the job,
+// Dataflow retries the bundle forever, so prefer ReadContinuouslyWithFailures there.
+//
+// Objects are read whole, one descriptor each (they are not cut into segments), and
+// Config.StartAfter applies to every refresh. It panics if cfg does not validate or
+// interval is under a second.
+func ReadContinuously(s beam.Scope, cfg Config, interval time.Duration, end time.Time) beam.PCollection {
+	s = s.Scope("s3io.ReadContinuously")
+	records, failures := ReadContinuouslyWithFailures(s, cfg, interval, end)
+	beam.ParDo0(s, &failUnreadableFn{}, failures)
+	return records
+}
+
+// ReadContinuouslyWithFailures is ReadContinuously returning every Failure, including
+// objects deleted or overwritten between their refresh and their read, as a
+// PCollection<Failure> instead of failing the job.
+func ReadContinuouslyWithFailures(s beam.Scope, cfg Config, interval time.Duration, end time.Time) (records, failures beam.PCollection) {
+	s = s.Scope("s3io.ReadContinuouslyWithFailures")
+	mustValidate(cfg)
+	if interval < time.Second {
+		panic(fmt.Sprintf("s3io: ReadContinuously needs an interval of a second or more, not %v: each refresh lists the whole prefix", interval))
+	}
+	cfg = cfg.withDefaults()
+	iv := interval.Milliseconds()
+	sched := &refreshScheduleFn{IntervalMs: iv}
+	if !end.IsZero() {
+		sched.EndMs = end.UnixMilli()
+	}
+	ticks := periodic.Sequence(s, beam.ParDo(s, sched, beam.Impulse(s)))
+	listed := beam.ParDo(s, &refreshListFn{Cfg: readingConfig(cfg), Bucket: cfg.Bucket, Prefix: cfg.Prefix}, ticks)
+	w := &watchFn{Bucket: cfg.Bucket, IntervalMs: iv, LastTickMs: sched.lastTick(),
+		Read: state.MakeValueState[string]("etag"), Gone: timers.InEventTime("gone")}
+	descriptors, events := beam.ParDo2(s, w, listed)
+	byRefresh := beam.WindowInto(s, window.NewFixedWindows(interval), events)
+	beam.ParDo0(s, &logRefreshFn{Where: "s3://" + cfg.Bucket + "/" + cfg.Prefix}, beam.Combine(s, &summarizeRefresh{}, byRefresh))
+	return ReadSplitsWithFailures(s, cfg, descriptors)
+}
+
+// refreshScheduleFn starts the refresh schedule when the job starts, not when the pipeline
+// is built (a job may be submitted long after): the first refresh is at once, the next at
+// multiples of the interval since the Unix epoch, so that refresh k and the fixed window
+// its summary is counted in line up.
+type refreshScheduleFn struct {
+	IntervalMs, EndMs int64
+}
+
+// farFuture ends a schedule without an end; periodic needs one, and a Duration (the
+// sequence's span) cannot pass ~292 years.
+const farFuture = 100 * 365 * 24 * time.Hour
+
+func (fn *refreshScheduleFn) ProcessElement(_ []byte, emit func(periodic.SequenceDefinition)) {
+	now := time.Now().UnixMilli()
+	start := now - now%fn.IntervalMs
+	end := fn.EndMs
+	if end == 0 {
+		end = time.UnixMilli(start).Add(farFuture).UnixMilli()
+	}
+	emit(periodic.SequenceDefinition{Start: start, End: end, Interval: time.Duration(fn.IntervalMs) * time.Millisecond})
+}
+
+// lastTick is the time of the last refresh of a schedule with an end: refreshes fall at
+// multiples of the interval t with t+interval <= end. Zero without an end.
+func (fn *refreshScheduleFn) lastTick() int64 {
+	if fn.EndMs == 0 {
+		return 0
+	}
+	return fn.EndMs/fn.IntervalMs*fn.IntervalMs - fn.IntervalMs
+}
+
+// listedVersion is one object as a refresh listed it.
+type listedVersion struct {
+	Member       Member
+	LastModified int64 // Unix milliseconds
+}
+
+// refreshListFn lists the prefix at each refresh and hands every selected object on, keyed
+// by its key, timestamped with the refresh.
+type refreshListFn struct {
+	Cfg            Config
+	Bucket, Prefix string
+
+	planner *planner
+}
+
+func (fn *refreshListFn) Setup(ctx context.Context) error {
+	c, err := newClient(ctx, fn.Cfg)
+	if err != nil {
+		return err
+	}
+	fn.planner, err = newPlanner(c, fn.Cfg)
+	return err
+}
+
+func (fn *refreshListFn) ProcessElement(ctx context.Context, ts beam.EventTime, _ int64, emit func(string, listedVersion)) error {
+	lp, err := fn.Cfg.listPrefix(fn.Prefix)
+	if err != nil {
+		return err
+	}
+	metricRefreshes.Inc(ctx, 1)
+	run := &planRun{planner: fn.planner, bucket: fn.Bucket, prefix: fn.Prefix, st: PlanStats{ListPrefix: lp},
+		each: func(m Member, modified time.Time) error {
+			emit(m.Key, listedVersion{Member: m, LastModified: modified.UnixMilli()})
+			return nil
+		}}
+	if _, err := run.list(ctx); err != nil {
+		return fmt.Errorf("s3io: refresh at %v of s3://%s/%s: %w", ts.ToTime().UTC(), fn.Bucket, lp, err)
+	}
+	return nil
+}
+
+// Refresh outcomes, as watchFn reports each object to the refresh summary.
+const (
+	refreshNew = iota
+	refreshChanged
+	refreshUnchanged
+	refreshGone
+)
+
+// watchFn remembers, per object key, the ETag of the version it handed to the reader, and
+// hands on a version whose ETag it has not seen. An event-time timer set one and a half
+// intervals after each sighting fires once a refresh has passed without the key: the
+// object is gone and forgotten. Refreshes are an interval apart, so a key listed by every
+// refresh pushes its timer ahead each time and it never fires.
+type watchFn struct {
+	Bucket                 string
+	IntervalMs, LastTickMs int64
+
+	Read state.Value[string]
+	Gone timers.EventTime
+}
+
+func (fn *watchFn) ProcessElement(ctx context.Context, ts beam.EventTime, sp state.Provider, tp timers.Provider, key string, v listedVersion, read func(beam.EventTime, SplitDescriptor), outcome func(int)) error {
+	etag, seen, err := fn.Read.Read(sp)
+	if err != nil {
+		return err
+	}
+	fn.Gone.Set(tp, ts.ToTime().Add(time.Duration(fn.IntervalMs*3/2)*time.Millisecond))
+	switch {
+	case seen && etag == v.Member.ETag:
+		metricObjectsUnchanged.Inc(ctx, 1)
+		outcome(refreshUnchanged)
+		return nil
+	case seen:
+		metricObjectsChanged.Inc(ctx, 1)
+		outcome(refreshChanged)
+	default:
+		metricObjectsNew.Inc(ctx, 1)
+		outcome(refreshNew)
+	}
+	if err := fn.Read.Write(sp, v.Member.ETag); err != nil {
+		return err
+	}
+	ms := []Member{v.Member}
+	read(beam.EventTime(v.LastModified), SplitDescriptor{ID: SplitID(fn.Bucket, ms), Bucket: fn.Bucket, Members: ms})
+	return nil
+}
+
+func (fn *watchFn) OnTimer(ctx context.Context, ts beam.EventTime, sp state.Provider, tp timers.Provider, key string, _ timers.Context, _ func(beam.EventTime, SplitDescriptor), outcome func(int)) error {
+	if fn.LastTickMs != 0 && int64(ts)-fn.IntervalMs*3/2 >= fn.LastTickMs {
+		// The schedule ended and the watermark went to the end of time: the key was in the
+		// last refresh, not gone.
+		return nil
+	}
+	metricObjectsGone.Inc(ctx, 1)
+	outcome(refreshGone)
+	return fn.Read.Clear(sp)
+}
+
+// refreshSummary counts what one refresh found.
+type refreshSummary struct {
+	New, Changed, Unchanged, Gone int64
+}
+
+type summarizeRefresh struct{}
+
+func (*summarizeRefresh) AddInput(a refreshSummary, outcome int) refreshSummary {
+	switch outcome {
+	case refreshNew:
+		a.New++
+	case refreshChanged:
+		a.Changed++
+	case refreshUnchanged:
+		a.Unchanged++
+	case refreshGone:
+		a.Gone++
+	}
+	return a
+}
+
+func (*summarizeRefresh) MergeAccumulators(a, b refreshSummary) refreshSummary {
+	return refreshSummary{a.New + b.New, a.Changed + b.Changed, a.Unchanged + b.Unchanged, a.Gone + b.Gone}
+}
+
+func (*summarizeRefresh) ExtractOutput(a refreshSummary) refreshSummary { return a }
+
+// logRefreshFn logs one line per refresh. Objects gone are noticed by the refresh after
+// their last sighting and counted with it.
+type logRefreshFn struct {
+	Where string
+}
+
+func (fn *logRefreshFn) ProcessElement(ctx context.Context, w beam.Window, r refreshSummary) {
+	at := "?"
+	if iw, ok := w.(window.IntervalWindow); ok {
+		at = iw.Start.ToTime().UTC().Format(time.RFC3339)
+	}
+	log.Infof(ctx, "s3io: refresh of %s at %s: %d new, %d changed, %d unchanged, %d gone", fn.Where, at, r.New, r.Changed, r.Unchanged, r.Gone)
+}
+
+// failUnreadableFn fails a continuous read on a Failure that no later refresh can mend.
+type failUnreadableFn struct{}
+
+func (*failUnreadableFn) ProcessElement(ctx context.Context, f Failure) error {
+	switch f.Reason {
+	case ReasonDeleted, ReasonOverwritten:
+		log.Infof(ctx, "s3io: %s changed after its refresh listed it; the next refresh reads its new version or forgets it", f)
+		return nil
+	}
+	return fmt.Errorf("s3io: a continuous read could not read an object: %s. Use s3io.ReadContinuouslyWithFailures to keep reading and handle these as a dead letter", f)
+}
