@@ -4,7 +4,6 @@ import (
 	"crypto/sha256"
 	"encoding/binary"
 	"encoding/hex"
-	"hash"
 )
 
 // PackingVersion names the planner's packing algorithm. It is digested into every split ID,
@@ -75,25 +74,26 @@ func (d SplitDescriptor) Size() int64 {
 // range, in order. Lengths are digested before each string so that no two member lists share
 // an ID by concatenation.
 func SplitID(bucket string, members []Member) string {
-	h := sha256.New()
-	writeString(h, PackingVersion)
-	writeString(h, bucket)
+	// One buffer hashed at once: writing each field to a hash.Hash would allocate for
+	// every field (the interface call makes the bytes escape).
+	n := len(PackingVersion) + len(bucket) + 2*binary.MaxVarintLen64
 	for _, m := range members {
-		writeString(h, m.Key)
-		writeString(h, m.ETag)
-		start, end := m.span()
-		writeUvarint(h, uint64(start))
-		writeUvarint(h, uint64(end))
+		n += len(m.Key) + len(m.ETag) + 4*binary.MaxVarintLen64
 	}
-	return hex.EncodeToString(h.Sum(nil)[:16])
+	b := make([]byte, 0, n)
+	b = appendString(b, PackingVersion)
+	b = appendString(b, bucket)
+	for _, m := range members {
+		b = appendString(b, m.Key)
+		b = appendString(b, m.ETag)
+		start, end := m.span()
+		b = binary.AppendUvarint(b, uint64(start))
+		b = binary.AppendUvarint(b, uint64(end))
+	}
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:16])
 }
 
-func writeString(h hash.Hash, s string) {
-	writeUvarint(h, uint64(len(s)))
-	h.Write([]byte(s))
-}
-
-func writeUvarint(h hash.Hash, v uint64) {
-	var n [binary.MaxVarintLen64]byte
-	h.Write(n[:binary.PutUvarint(n[:], v)])
+func appendString(b []byte, s string) []byte {
+	return append(binary.AppendUvarint(b, uint64(len(s))), s...)
 }

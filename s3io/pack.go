@@ -1,9 +1,8 @@
 package s3io
 
 import (
-	"crypto/sha256"
-	"encoding/binary"
 	"math"
+	"slices"
 )
 
 // packer packs a key-sorted stream of members into descriptors at content-defined
@@ -83,19 +82,34 @@ func memberWeight(size, target int64, maxMembers int) float64 {
 	return max(float64(size)/float64(target), 4/float64(max(maxMembers, 1)))
 }
 
-// anchorPoint maps a key to a uniform point in [0, 1). SHA-256 rather than a faster hash:
-// it is stable across Go versions and processes by definition, and costs ~0.3 µs a key.
+// anchorPoint maps a key to a uniform point in [0, 1): FNV-1a over the key's bytes, then
+// MurmurHash3's 64-bit finalizer so that keys differing in their last bytes (part-0001,
+// part-0002) land far apart. Both are fixed here, so the point of a key never changes with
+// the Go version or the process; the packer's cost stays a few nanoseconds a key.
 func anchorPoint(key string) float64 {
-	sum := sha256.Sum256([]byte(key))
-	return float64(binary.BigEndian.Uint64(sum[:8])>>11) / (1 << 53)
+	h := uint64(14695981039346656037)
+	for i := 0; i < len(key); i++ {
+		h ^= uint64(key[i])
+		h *= 1099511628211
+	}
+	h ^= h >> 33
+	h *= 0xff51afd7ed558ccd
+	h ^= h >> 33
+	h *= 0xc4ceb9fe1a85ec53
+	h ^= h >> 33
+	return float64(h>>11) / (1 << 53)
 }
 
 func (p *packer) flush() error {
 	if len(p.cur) == 0 {
 		return nil
 	}
-	d := SplitDescriptor{ID: SplitID(p.bucket, p.cur), Bucket: p.bucket, Members: p.cur}
-	p.cur, p.curBytes = nil, 0
+	// The descriptor gets an exact-size copy and p.cur keeps its capacity: appending to a
+	// fresh slice per descriptor would copy each member several times as it grew.
+	ms := slices.Clone(p.cur)
+	d := SplitDescriptor{ID: SplitID(p.bucket, ms), Bucket: p.bucket, Members: ms}
+	clear(p.cur)
+	p.cur, p.curBytes = p.cur[:0], 0
 	return p.emit(d)
 }
 

@@ -237,3 +237,18 @@ func TestReplanChangesFewIDs(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkPacker measures the packer's cost per member (the anchor hash dominates).
+func BenchmarkPacker(b *testing.B) {
+	rng := rand.New(rand.NewPCG(1, 1))
+	ms := randomListing(rng, 100_000, sizeLayouts()["hundredth"])
+	b.ResetTimer()
+	for b.Loop() {
+		p := &packer{bucket: "b", target: 1 << 20, maxMembers: 1024, emit: func(SplitDescriptor) error { return nil }}
+		for _, m := range ms {
+			_ = p.add(m)
+		}
+		_ = p.flush()
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*len(ms)), "ns/member")
+}

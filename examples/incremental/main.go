@@ -19,14 +19,20 @@
 //
 // Pass 2 reads both files back with textio, computes the splits pass 1 finished (the IDs it
 // planned, less the split IDs of its failures), plans the prefix again with the same Config,
-// and reads s3io.Except(plan, done): the descriptors that hold an edited object, their
-// neighbours whose boundaries moved, and the descriptors that failed in pass 1, which kept
-// their IDs and come back only because the failures file names them.
+// and reads s3io.Except(plan, done): the descriptors that hold an edited object (the fixed
+// one included), the neighbours whose boundaries moved with them, and the descriptor of the
+// object whose GETs failed. That object did not change, so neither did its descriptor's ID:
+// it is read again only because the failures file names it. Pass 2 writes its own plan and
+// failures, which a third pass would read the same way.
+//
+// A split that failed is read again whole, so records of its other members that pass 1
+// emitted are emitted again: the recipe is at-least-once, like every s3io read.
 //
 // It then prints what each pass read and checks it against what it seeded: every new,
 // overwritten and fixed object is read in pass 2, pass 2 reads exactly the records of the
 // descriptors it read, at most two descriptors per edit or failed descriptor, and none that
 // holds the deleted object. It exits with status 1, saying what differs, if a check fails.
+// Once built, it runs in a few seconds.
 //
 // The embedded server listens on 127.0.0.1 and hands its credentials to the workers through
 // this process's environment, so it only serves workers that run in this process, as
@@ -44,6 +50,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
@@ -73,9 +80,13 @@ func init() {
 // apart that their descriptors do not touch.
 const (
 	seedObjects  = 400
-	corruptIndex = 40  // seeded as bytes that are not gzip; replaced with valid gzip for pass 2
-	failingIndex = 200 // every GET fails during pass 1; left unchanged for pass 2
+	corruptIndex = 400  // seeded as bytes that are not gzip; replaced with valid gzip for pass 2
+	failingIndex = 2000 // every GET fails during pass 1; left unchanged for pass 2
 )
+
+// splitTargetBytes is small, so that 400 small objects make dozens of descriptors; a real
+// job keeps the default, 64 MiB. Pass 2 must plan with the same value, or every ID changes.
+const splitTargetBytes = 16 << 10
 
 var (
 	addedIndexes       = []int{1105, 1505, 2405, 3305, 3905}
@@ -222,14 +233,12 @@ func run(ctx context.Context) error {
 		return err
 	}
 	cfg := s3io.Config{
-		Bucket:       embeddedBucket,
-		Prefix:       embeddedPrefix,
-		Endpoint:     srv.URL,
-		UsePathStyle: true,
-		Framer:       "ndjson",
-		// Small descriptors, so that 400 small objects make dozens of them (64 MiB in a real
-		// job; pass 2 must use the same value, or every ID changes).
-		SplitTargetBytes: 16 << 10,
+		Bucket:           embeddedBucket,
+		Prefix:           embeddedPrefix,
+		Endpoint:         srv.URL,
+		UsePathStyle:     true,
+		Framer:           "ndjson",
+		SplitTargetBytes: splitTargetBytes,
 		// One retry, so that the GETs the server fails in pass 1 give up in about a second
 		// instead of backing off through 8 attempts.
 		MaxAttempts: 2,
@@ -299,7 +308,7 @@ func seed(ctx context.Context, srv *embeddedS3) error {
 		kind := kindOf(index)
 		key := objectKey(index, kind)
 		if index == corruptIndex {
-			if err := srv.putCorrupt(ctx, key); err != nil {
+			if err := srv.putCorrupt(ctx, objectKey(index, "gzip")); err != nil {
 				return err
 			}
 			continue
@@ -317,6 +326,7 @@ type edits struct {
 	Fixed                       string
 }
 
+// count is how many objects changed: the fixed one is an overwrite too.
 func (e edits) count() int { return len(e.Added) + len(e.Overwritten) + len(e.Deleted) + 1 }
 
 // edit changes the bucket between the passes, as new data landing, a few objects being
@@ -372,13 +382,17 @@ func setEmbeddedEnv() error {
 func printSeeded(objs map[string]object) {
 	kinds := map[string]int{}
 	var recs, stored int64
-	for _, o := range objs {
+	var corrupt []string
+	for k, o := range objs {
+		if o.Corrupt {
+			corrupt = append(corrupt, short(k))
+		}
 		kinds[o.Kind]++
 		recs += o.Records
 		stored += o.Stored
 	}
-	fmt.Printf("seeded s3://%s/%s: %d objects (%d plain, %d gzip, %d zstd), %d records, %.1f KB stored\n",
-		embeddedBucket, embeddedPrefix, len(objs), kinds["plain"], kinds["gzip"], kinds["zstd"], recs, float64(stored)/1e3)
+	fmt.Printf("seeded s3://%s/%s: %d objects (%d plain, %d gzip, %d zstd; corrupt: %s), %d records, %.1f KB stored\n",
+		embeddedBucket, embeddedPrefix, len(objs), kinds["plain"], kinds["gzip"], kinds["zstd"], strings.Join(corrupt, ", "), recs, float64(stored)/1e3)
 }
 
 // countersIn sums the committed counters of namespace ns by name. A counter is reported

@@ -62,10 +62,12 @@ func (r *results) reportPass1() {
 
 	w := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', 0)
 	fmt.Fprintf(w, "\npass 1: Plan, write the plan, ReadSplitsWithFailures, write the failures (%v)\n", r.elapsed1.Round(time.Millisecond))
-	fmt.Fprintf(w, "  descriptors\t%d\n", len(r.plan1))
+	fmt.Fprintf(w, "  descriptors\t%d\t(SplitTargetBytes %d KiB; the plan file)\n", len(r.plan1), splitTargetBytes>>10)
 	fmt.Fprintf(w, "  records\t%d\t(%d in the readable objects, less %d in %s, whose %d GETs failed)\n",
 		r.c1["records"], readable, r.seeded[r.failing].Records, short(r.failing), r.failedGets)
-	fmt.Fprintf(w, "  failures\t%d\n", len(r.failures1))
+	fmt.Fprintf(w, "  failures\t%d\t(the failures file)\n", len(r.failures1))
+	w.Flush()
+	w = tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', 0)
 	for _, f := range r.failures1 {
 		fmt.Fprintf(w, "    %s\t%s\tsplit %s, %d records emitted\n", short(f.Key), f.Reason, f.SplitID, f.RecordsEmitted)
 	}
@@ -169,15 +171,15 @@ func (r *results) reportPass2() {
 		len(ed.Added), len(ed.Overwritten), len(ed.Deleted), short(r.failing))
 	fmt.Fprintf(w, "\npass 2: done = pass 1's plan less its failures' splits, Except(Plan, done), ReadSplitsWithFailures (%v)\n", r.elapsed2.Round(time.Millisecond))
 	fmt.Fprintf(w, "  descriptors planned\t%d\t(%d with an ID pass 1 planned too)\n", len(r.plan2), kept)
-	fmt.Fprintf(w, "  already read (skipped)\t%d\n", r.c2["splits_already_read"])
+	fmt.Fprintf(w, "  already read (skipped)\t%d\t(their ID is in done)\n", r.c2["splits_already_read"])
 	fmt.Fprintf(w, "  read\t%d\t(at most 2 × (%d edits + %d failed descriptors) = %d)\n", len(r.read2), ed.count(), failedDescriptors, bound)
-	fmt.Fprintf(w, "  objects in those\t%d\n", members)
+	fmt.Fprintf(w, "  objects in those\t%d\t(of %d planned)\n", members, len(r.now))
 	fmt.Fprintf(w, "    added\t%d\t(key not in pass 1's plan)\n", added)
 	fmt.Fprintf(w, "    overwritten\t%d\t(another ETag than in pass 1's plan; one is the corrupt object, fixed)\n", overwritten)
 	fmt.Fprintf(w, "    retried\t%d\t(unchanged, in a descriptor that failed in pass 1)\n", retried)
 	fmt.Fprintf(w, "    unchanged neighbours\t%d\t(unchanged, in a descriptor pass 1 read)\n", neighbours)
 	fmt.Fprintf(w, "  records\t%d\t(the objects in those hold %d)\n", r.c2["records"], wantRecords)
-	fmt.Fprintf(w, "  failures\t%d\n", len(r.failures2))
+	fmt.Fprintf(w, "  failures\t%d\t(none expected: the corrupt object is fixed, the failing GETs work again)\n", len(r.failures2))
 	w.Flush()
 
 	r.checkCovers("pass 2's plan", r.plan2, r.now)
