@@ -131,8 +131,8 @@ func TestReadContinuously(t *testing.T) {
 	g.Delete(t, "watch", "in/c")
 	close(gates[1]) // refresh 2: d and b's new version
 	waitFor(len(want))
-	put("e", 1) // added
-	put("a", 2) // overwritten
+	put("e", 1)     // added
+	put("a", 2)     // overwritten
 	close(gates[2]) // refresh 3: e and a's new version
 	waitFor(len(want))
 

@@ -102,11 +102,16 @@ type Config struct {
 	// Compression is CompressionAuto (default), CompressionNone, CompressionGzip or
 	// CompressionZstd.
 	Compression Compression
-	// SplitTargetBytes is the stored size the planner packs whole objects into per split
-	// descriptor (default 64 MiB). An object larger than this gets a descriptor of its own.
+	// SplitTargetBytes is the mean stored size of a split descriptor (default 64 MiB). The
+	// planner cuts descriptors at content-defined points so that replans keep their IDs:
+	// a descriptor of several objects holds at least about SplitTargetBytes/e of them,
+	// unless a bound cut it, and never more than 4×SplitTargetBytes; an object over that
+	// bound gets a descriptor of its own, and a large uncompressed object is cut into
+	// segments of at most SplitTargetBytes.
 	SplitTargetBytes int64
 	// MaxSplitMembers bounds the objects in one descriptor (default 1024), which bounds the
-	// size of a descriptor and of its restriction whatever the object sizes.
+	// size of a descriptor and of its restriction whatever the object sizes. Descriptors of
+	// many tiny objects hold about a quarter of it on average.
 	MaxSplitMembers int
 	// InitialSplitBytes is the weight above which a descriptor's restriction is cut at
 	// member boundaries before reading (default SplitTargetBytes: no cut). Runners that
