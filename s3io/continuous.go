@@ -59,7 +59,8 @@ var (
 // read is not an error (the next refresh forgets it or reads the new version); it is
 // logged and counted as objects_failed_deleted or objects_failed_overwritten. Any other
 // Failure (corrupt, unreadable, record_too_large, archived) fails the job, naming the
-// object; ReadContinuouslyWithFailures returns them all instead. Streaming runners differ in
+// object; ReadContinuouslyWithFailures returns them all instead. A version whose read failed
+// is not tried again unless it changes. Streaming runners differ in
 // what a failing bundle does: prism and Flink (without a restart strategy) fail the job,
 // Dataflow retries the bundle forever, so prefer ReadContinuouslyWithFailures there.
 //

@@ -10,11 +10,17 @@
 //   - Plan once. Plan lists the prefix on a worker with Config.ListParallelism LIST
 //     requests in flight (the keyspace cut at folders and at points spread over the keys'
 //     alphabet), hands the keys to the packer in key order and packs whole objects into
-//     SplitDescriptors of about Config.SplitTargetBytes (64 MiB by default), emitted as
-//     their key range is listed, so planner memory does not grow with the prefix. A
+//     SplitDescriptors of Config.SplitTargetBytes on average (64 MiB by default), emitted
+//     as their key range is listed, so planner memory does not grow with the prefix. A
 //     descriptor carries each member's key, size and ETag, and an ID that digests them
 //     (SplitID): replanning an unchanged prefix yields the same IDs, whatever the
 //     parallelism. Readers never list.
+//   - Stable boundaries. Descriptors are cut after anchor keys chosen by a hash of the key,
+//     not where the previous descriptor filled up, so one object added, removed or
+//     overwritten changes the IDs of its descriptor and at most one neighbour. Except
+//     drops the descriptors a previous run read, so a re-run reads only what is new,
+//     changed or failed; ReadContinuously lists a prefix every interval and reads each
+//     object version once, remembering what it read in Beam state.
 //   - Choose what to read. Config.Match (a glob whose literal prefix is all that is
 //     listed), Config.StartAfter and the LastModified window select keys in the planner.
 //     Archived objects (GLACIER, DEEP_ARCHIVE, not restored) become Failures with reason
