@@ -111,7 +111,7 @@ type Config struct {
 	SplitTargetBytes int64
 	// MaxSplitMembers bounds the objects in one descriptor (default 1024), which bounds the
 	// size of a descriptor and of its restriction whatever the object sizes. Descriptors of
-	// many tiny objects hold about a quarter of it on average.
+	// many tiny objects hold about half of it on average.
 	MaxSplitMembers int
 	// InitialSplitBytes is the weight above which a descriptor's restriction is cut at
 	// member boundaries before reading (default SplitTargetBytes: no cut). Runners that

@@ -79,7 +79,7 @@ func (p *packer) add(m Member) error {
 // objects, at least 2/maxMembers, so that descriptors of tiny objects average half the
 // member bound instead of always hitting it.
 func memberWeight(size, target int64, maxMembers int) float64 {
-	return max(float64(size)/float64(target), 4/float64(max(maxMembers, 1)))
+	return max(float64(size)/float64(target), 2/float64(max(maxMembers, 1)))
 }
 
 // anchorPoint maps a key to a uniform point in [0, 1): FNV-1a over the key's bytes, then
