@@ -25,7 +25,7 @@ func init() {
 
 // failureRow renders the fields of a Failure a test can predict.
 func failureRow(f s3io.Failure) string {
-	return fmt.Sprintf("%s|%s|%s|emitted=%d|etag-set=%v", f.Bucket, f.Key, f.Reason, f.RecordsEmitted, f.ETag != "" && f.SplitID != "")
+	return fmt.Sprintf("%s|%s|%s|emitted=%d|etag-set=%v", f.Bucket, f.Key, f.Reason, f.Index, f.ETag != "" && f.SplitID != "")
 }
 
 // badPrefix seeds bucket with three good objects and one of each kind of bad one, and

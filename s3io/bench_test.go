@@ -86,14 +86,14 @@ func BenchmarkZstdFrameLines(b *testing.B) {
 // BenchmarkTrackerClaim measures the per-record claim the reader makes through the
 // LockRTracker Beam hands it.
 func BenchmarkTrackerClaim(b *testing.B) {
-	rt := sdf.NewLockRTracker(NewTracker(Restriction{End: Position{Member: 1}, Sizes: []int64{1}}))
+	rt := sdf.NewLockRTracker(newTracker(restriction{End: position{Member: 1}, Sizes: []int64{1}}))
 	b.ReportAllocs()
-	claim := &Position{}
+	claim := &position{}
 	for b.Loop() {
 		if !rt.TryClaim(claim) {
 			b.Fatal("claim failed")
 		}
-		claim.Record++
+		claim.Index++
 	}
 }
 

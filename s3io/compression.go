@@ -100,9 +100,6 @@ func (d *decompressors) close() {
 	}
 }
 
-// ErrCorrupt marks an object whose compressed bytes cannot be decoded.
-var ErrCorrupt = errors.New("s3io: corrupt compressed data")
-
 func corruptError(format string, err error) error {
 	return fmt.Errorf("%w: %s: %v", ErrCorrupt, format, err)
 }

@@ -48,7 +48,7 @@ const (
 	decodeWindowBytes = 4 << 20
 )
 
-// Hard limits that keep a position packable into an int64 (see Position.Pack) and a
+// Hard limits that keep a position packable into an int64 (see position.pack) and a
 // record buffer allocatable.
 const (
 	maxSplitMembersLimit = 1 << memberBits

@@ -60,6 +60,11 @@ type SplitDescriptor struct {
 	Members []Member
 }
 
+// ref names member m of d.
+func (d SplitDescriptor) ref(m int) ObjectRef {
+	return ObjectRef{SplitID: d.ID, Bucket: d.Bucket, Key: d.Members[m].Key, ETag: d.Members[m].ETag, Member: m}
+}
+
 // Size returns the stored bytes d's members own (a segment counts its own range).
 func (d SplitDescriptor) Size() int64 {
 	var n int64

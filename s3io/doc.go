@@ -29,7 +29,7 @@
 //   - One splittable DoFn. ReadSplits reads descriptors; each one's restriction is a range
 //     of (member ordinal, record index) Positions weighed in stored bytes, so the runner can
 //     checkpoint a descriptor and split it between records. Splits prefer object
-//     boundaries; a residual that starts inside an object carries a ResumeHint, so an
+//     boundaries; a residual that starts inside an object carries a resume hint, so an
 //     uncompressed object resumes with a ranged GET at the next record instead of at byte 0.
 //     Read is Plan, a Reshuffle and ReadSplits.
 //   - Segments. An uncompressed object larger than SplitTargetBytes, framed by lines or

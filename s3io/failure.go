@@ -1,59 +1,23 @@
 package s3io
 
 import (
-	"context"
 	"errors"
 	"fmt"
-	"net/http"
 	"sort"
 	"strings"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
-	"github.com/aws/aws-sdk-go-v2/aws/retry"
-	"github.com/aws/smithy-go"
-	smithyhttp "github.com/aws/smithy-go/transport/http"
 )
-
-// The reasons a Failure gives, a closed set. Each also names a counter,
-// objects_failed_<reason>, beside the total objects_failed.
-const (
-	// ReasonDeleted: the object was deleted after planning (404 NoSuchKey).
-	ReasonDeleted = "deleted"
-	// ReasonOverwritten: the object was overwritten after planning; its pinned GET got
-	// 412 PreconditionFailed, so none of the new content was read.
-	ReasonOverwritten = "overwritten"
-	// ReasonCorrupt: the gzip/zstd stream or the framing is broken.
-	ReasonCorrupt = "corrupt"
-	// ReasonRecordTooLarge: a record exceeds Config.MaxRecordBytes.
-	ReasonRecordTooLarge = "record_too_large"
-	// ReasonUnreadable: the object could not be read within Config.MaxAttempts.
-	ReasonUnreadable = "unreadable"
-	// ReasonArchived: the object is in an archive storage class and not restored: the
-	// listing said so (GLACIER, DEEP_ARCHIVE), or its GET was answered 403
-	// InvalidObjectState (archived after planning, or in an Intelligent-Tiering archive
-	// tier, which listings do not show).
-	ReasonArchived = "archived"
-)
-
-var reasons = []string{ReasonDeleted, ReasonOverwritten, ReasonCorrupt, ReasonRecordTooLarge, ReasonUnreadable, ReasonArchived}
-
-// ErrArchived is the cause of a Failure with reason "archived" that the listing foresaw.
-var ErrArchived = errors.New("s3io: the object is archived")
 
 // Failure reports an object, or a segment of one, that was quarantined: its records from
-// RecordsEmitted on were not emitted, the rest of its split was read on.
+// Index on were not emitted, the rest of its split was read on.
 type Failure struct {
-	SplitID string
-	Bucket  string
-	Key     string
-	ETag    string
-	// Member is the object's ordinal in the split.
-	Member int
-	// RecordsEmitted is the index of the first record not emitted: records before it were
+	ObjectRef
+	// Index is the index of the first record not emitted: records before it were
 	// emitted (by this reader or, after a split, by another) and stay emitted.
-	RecordsEmitted int64
-	Reason         string
-	Message        string
+	Index   int64
+	Reason  Reason
+	Message string
 	// Attempts is how many attempts the failing read made.
 	Attempts int
 }
@@ -61,143 +25,8 @@ type Failure struct {
 // String renders the failure for logs and job errors.
 func (f Failure) String() string {
 	return fmt.Sprintf("s3://%s/%s (ETag %s, split %s member %d, %d records emitted): %s: %s",
-		f.Bucket, f.Key, f.ETag, f.SplitID, f.Member, f.RecordsEmitted, f.Reason, f.Message)
+		f.Bucket, f.Key, f.ETag, f.SplitID, f.Member, f.Index, f.Reason, f.Message)
 }
-
-// ObjectError is the failure of reading one member of a split: it names the object, the
-// ETag the read was pinned to, and how far the read got.
-type ObjectError struct {
-	SplitID string
-	Bucket  string
-	Key     string
-	ETag    string
-	// Member is the object's ordinal in the split; Record the index of the record being
-	// read when the failure happened (records before it were emitted).
-	Member int
-	Record int64
-	Err    error
-}
-
-// Error names the object, its pinned ETag and the record the read failed at.
-func (e *ObjectError) Error() string {
-	return fmt.Sprintf("s3io: s3://%s/%s (ETag %s, member %d of split %s) at record %d: %v",
-		e.Bucket, e.Key, e.ETag, e.Member, e.SplitID, e.Record, e.Err)
-}
-
-// Unwrap returns the cause, for errors.Is and errors.As.
-func (e *ObjectError) Unwrap() error { return e.Err }
-
-// fatalHints says what to check for the S3 error codes a configuration mistake produces.
-// These fail the job at once: retrying or reading on cannot help.
-var fatalHints = map[string]string{
-	"AccessDenied":                 "the workers' AWS credentials may not read this bucket, or Config.ExpectedBucketOwner is not its owner; check the IAM policy (s3:ListBucket, s3:GetObject), the bucket policy and Config.Region",
-	"AllAccessDisabled":            "all access to this bucket has been disabled",
-	"InvalidAccessKeyId":           "the workers' AWS access key is unknown to the server; check the credentials they get (AWS_ACCESS_KEY_ID, profile, role)",
-	"SignatureDoesNotMatch":        "the workers' AWS secret key does not match their access key; check the credentials they get (AWS_SECRET_ACCESS_KEY, profile, role)",
-	"InvalidToken":                 "the workers' AWS session token is invalid; check their credentials",
-	"ExpiredToken":                 "the workers' AWS session token has expired; check how they refresh credentials",
-	"NoSuchBucket":                 "the bucket does not exist; check Config.Bucket, Config.Endpoint and Config.Region",
-	"PermanentRedirect":            "the bucket is in another region; set Config.Region to the bucket's region",
-	"AuthorizationHeaderMalformed": "the request was signed for the wrong region; set Config.Region to the bucket's region",
-	"InvalidBucketName":            "the server rejects the bucket name; check Config.Bucket",
-	"RequestTimeTooSkewed":         "the workers' clocks differ from the server's by more than 15 minutes; synchronise them (NTP)",
-}
-
-// objectHints explains the per-object codes.
-var objectHints = map[string]string{
-	"PreconditionFailed": "the object was overwritten since planning: its ETag no longer matches the planned one",
-	"NoSuchKey":          "the object was deleted since planning",
-	"InvalidObjectState": "the object is in an archive storage class or tier and not restored; restore it and read it again",
-}
-
-// describeS3Error wraps an S3 error with the operation and, for well-known codes, with what
-// to check.
-func describeS3Error(err error, op string) error {
-	var api smithy.APIError
-	if errors.As(err, &api) {
-		if h, ok := fatalHints[api.ErrorCode()]; ok {
-			return fmt.Errorf("%s: %w (%s)", op, err, h)
-		}
-		if h, ok := objectHints[api.ErrorCode()]; ok {
-			return fmt.Errorf("%s: %w (%s)", op, err, h)
-		}
-	}
-	if isCredentialError(err) {
-		return fmt.Errorf("%s: %w (the workers found no usable AWS credentials: set AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY, a profile, or a role)", op, err)
-	}
-	return fmt.Errorf("%s: %w", op, err)
-}
-
-func isCredentialError(err error) bool {
-	return strings.Contains(err.Error(), "failed to retrieve credentials") || strings.Contains(err.Error(), "no EC2 IMDS role found")
-}
-
-// classify tells what a failed member read means: fatal (the job must fail now, with
-// err's message) or the reason to quarantine the object for.
-func classify(err error) (fatal bool, reason string) {
-	var api smithy.APIError
-	if errors.As(err, &api) {
-		code := api.ErrorCode()
-		if _, ok := fatalHints[code]; ok {
-			return true, ""
-		}
-		switch code {
-		case "NoSuchKey":
-			return false, ReasonDeleted
-		case "PreconditionFailed":
-			return false, ReasonOverwritten
-		case "InvalidObjectState":
-			// A 403, but about this object, not about access: the rest of the job can go on.
-			return false, ReasonArchived
-		}
-	}
-	var re *smithyhttp.ResponseError
-	if errors.As(err, &re) {
-		switch re.HTTPStatusCode() {
-		case http.StatusForbidden:
-			return true, ""
-		case http.StatusNotFound:
-			return false, ReasonDeleted
-		case http.StatusPreconditionFailed:
-			return false, ReasonOverwritten
-		}
-	}
-	switch {
-	case isCredentialError(err), errors.Is(err, context.Canceled):
-		return true, ""
-	case errors.Is(err, ErrCorrupt), errors.Is(err, ErrTruncatedRecord), errors.Is(err, errFramer):
-		return false, ReasonCorrupt
-	case errors.Is(err, ErrRecordTooLarge):
-		return false, ReasonRecordTooLarge
-	case errors.Is(err, ErrArchived):
-		return false, ReasonArchived
-	}
-	return false, ReasonUnreadable
-}
-
-// attemptsOf returns how many attempts the failed read made.
-func attemptsOf(err error) int {
-	var src *sourceReadError
-	if errors.As(err, &src) {
-		return src.attempts
-	}
-	var m *retry.MaxAttemptsError
-	if errors.As(err, &m) {
-		return m.Attempt
-	}
-	return 1
-}
-
-var (
-	metricFailed         = beam.NewCounter(MetricsNamespace, "objects_failed")
-	metricFailedByReason = func() map[string]beam.Counter {
-		m := map[string]beam.Counter{}
-		for _, r := range reasons {
-			m[r] = beam.NewCounter(MetricsNamespace, "objects_failed_"+r)
-		}
-		return m
-	}()
-)
 
 // failureSummary keeps the count and the first few failures (by key) of a job.
 type failureSummary struct {

@@ -24,7 +24,7 @@ func TestClassify(t *testing.T) {
 	for _, tc := range []struct {
 		err    error
 		fatal  bool
-		reason string
+		reason Reason
 	}{
 		{apiErr("NoSuchKey", 404), false, ReasonDeleted},
 		{apiErr("", 404), false, ReasonDeleted},
@@ -49,7 +49,7 @@ func TestClassify(t *testing.T) {
 		{errors.New("failed to retrieve credentials: no provider"), true, ""},
 		{context.Canceled, true, ""},
 	} {
-		wrapped := &ObjectError{Key: "k", Err: tc.err}
+		wrapped := &ObjectError{ObjectRef: ObjectRef{Key: "k"}, Err: tc.err}
 		fatal, reason := classify(wrapped)
 		if fatal != tc.fatal || reason != tc.reason {
 			t.Errorf("classify(%v) = %v, %q; want %v, %q", tc.err, fatal, reason, tc.fatal, tc.reason)
@@ -61,7 +61,7 @@ func TestFailJobMessage(t *testing.T) {
 	var acc failureSummary
 	c := &summarizeFailures{}
 	for _, k := range []string{"k7", "k3", "k1", "k9", "k5", "k2", "k8"} {
-		acc = c.AddInput(acc, Failure{Bucket: "b", Key: k, Reason: ReasonCorrupt, Message: "bad"})
+		acc = c.AddInput(acc, Failure{ObjectRef: ObjectRef{Bucket: "b", Key: k}, Reason: ReasonCorrupt, Message: "bad"})
 	}
 	if err := failJob(failureSummary{}); err != nil {
 		t.Fatalf("failJob with no failures = %v", err)

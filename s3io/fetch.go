@@ -201,9 +201,6 @@ func isConnReset(err error) bool {
 	return errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE) || errors.Is(err, syscall.ECONNABORTED)
 }
 
-// errBodyStalled marks a body that sent nothing for Config.ReadTimeout.
-var errBodyStalled = errors.New("s3io: response body stalled")
-
 func (r *pinnedReader) Close() error {
 	if r.body == nil {
 		return nil

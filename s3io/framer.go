@@ -3,7 +3,6 @@ package s3io
 import (
 	"bytes"
 	"encoding/binary"
-	"errors"
 	"fmt"
 	"sort"
 	"sync"
@@ -32,10 +31,6 @@ type FramerFunc func(data []byte, atEOF bool) (advance int, record []byte, err e
 
 // Frame calls f.
 func (f FramerFunc) Frame(data []byte, atEOF bool) (int, []byte, error) { return f(data, atEOF) }
-
-// ErrTruncatedRecord reports an object that ends inside a record whose length was declared,
-// such as a u32be record cut short.
-var ErrTruncatedRecord = errors.New("s3io: object ends inside a record")
 
 var framers = struct {
 	sync.RWMutex

@@ -198,10 +198,6 @@ func readListBody(body io.Reader, sizeHint int64, buf []byte, limit int) (
 	}
 }
 
-// errListXML is what the fast parser returns for anything it does not decode; the caller
-// only needs to know to use the SDK's decoder instead, which reports the precise error.
-var errListXML = errors.New("s3io: ListObjectsV2 response not decodable by the fast parser")
-
 // parseListObjectsV2 decodes a ListBucketResult document into the output the SDK's
 // deserializer would produce from it. It accepts a subset of what encoding/xml accepts
 // (one that S3-compatible servers stay within) and returns an error for the rest; for the

@@ -50,3 +50,14 @@ var (
 	metricCancelledGets   = beam.NewCounter(MetricsNamespace, "cancelled_gets")
 	metricDroppedBytes    = beam.NewCounter(MetricsNamespace, "dropped_bytes")
 )
+
+var (
+	metricFailed         = beam.NewCounter(MetricsNamespace, "objects_failed")
+	metricFailedByReason = func() map[Reason]beam.Counter {
+		m := map[Reason]beam.Counter{}
+		for _, r := range reasons {
+			m[r] = beam.NewCounter(MetricsNamespace, "objects_failed_"+string(r))
+		}
+		return m
+	}()
+)

@@ -22,7 +22,7 @@ func init() { register.Function1x1(failureSummary) }
 
 // failureSummary keeps what a test can assert exactly of a Failure.
 func failureSummary(f s3io.Failure) string {
-	return fmt.Sprintf("%s %s %s emitted=%d", f.Key, f.ETag, f.Reason, f.RecordsEmitted)
+	return fmt.Sprintf("%s %s %s emitted=%d", f.Key, f.ETag, f.Reason, f.Index)
 }
 
 // On prism: an object read as several parts is overwritten after its first part was

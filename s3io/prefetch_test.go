@@ -240,7 +240,7 @@ func TestBudget(t *testing.T) {
 func TestCheckpointWhilePartsInFlight(t *testing.T) {
 	f := newResumeFixture(t, "parts.txt", 3000, identity, Config{PartBytes: 16 << 10, MaxRequestsInFlight: 8})
 	const k = 1000
-	var residual Restriction
+	var residual restriction
 	primary := f.run(t, fullRestriction(f.desc), checkpointAfter(t, k, &residual))
 	if len(primary) != k {
 		t.Fatalf("primary emitted %d records after a checkpoint at %d", len(primary), k)
@@ -292,7 +292,7 @@ func TestPartAfterOverwriteIsQuarantined(t *testing.T) {
 	if !slices.Equal(got, f.recs[:inFirst]) {
 		t.Errorf("emitted %d records, want the %d that end in the first part", len(got), inFirst)
 	}
-	if len(failures) != 1 || failures[0].Reason != ReasonOverwritten || failures[0].RecordsEmitted != int64(inFirst) || failures[0].ETag != f.desc.Members[0].ETag {
+	if len(failures) != 1 || failures[0].Reason != ReasonOverwritten || failures[0].Index != int64(inFirst) || failures[0].ETag != f.desc.Members[0].ETag {
 		t.Fatalf("failures = %+v, want one %q at record %d pinned to %s", failures, ReasonOverwritten, inFirst, f.desc.Members[0].ETag)
 	}
 	settleGoroutines(t)

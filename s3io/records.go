@@ -2,17 +2,10 @@ package s3io
 
 import (
 	"bytes"
-	"errors"
 	"fmt"
 	"io"
 	"sync"
 )
-
-// errFramer marks an object its framer could not cut into records.
-var errFramer = errors.New("s3io: framing failed")
-
-// ErrRecordTooLarge reports a record longer than Config.MaxRecordBytes.
-var ErrRecordTooLarge = errors.New("s3io: record exceeds Config.MaxRecordBytes")
 
 // slabBytes is the size of the buffers records are read into and carved from. Records are
 // sub-slices of slabs that are never written again once a record in them was handed out, so

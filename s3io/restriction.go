@@ -6,7 +6,7 @@ import (
 	"math"
 )
 
-// Bit widths of a packed Position: 2^20 members per descriptor (Config.MaxSplitMembers is
+// Bit widths of a packed position: 2^20 members per descriptor (Config.MaxSplitMembers is
 // capped to fit) and 2^43 records per object, more than the 5 TiB S3 object limit holds
 // even as one-byte records.
 const (
@@ -14,43 +14,43 @@ const (
 	recordBits = 43
 )
 
-// Position identifies one record of a split: the ordinal of its object among the
+// position identifies one record of a split: the ordinal of its object among the
 // descriptor's members, and the record's index among that object's records (counted from 0
 // in framer order, skipped blank lines not counted). Together with the descriptor's ID it is
 // a deterministic identity for the record.
-type Position struct {
+type position struct {
 	Member int
-	Record int64
+	Index  int64
 }
 
 // Less orders positions by member, then record.
-func (p Position) Less(q Position) bool {
-	return p.Member < q.Member || p.Member == q.Member && p.Record < q.Record
+func (p position) Less(q position) bool {
+	return p.Member < q.Member || p.Member == q.Member && p.Index < q.Index
 }
 
 // String renders p for errors and logs.
-func (p Position) String() string { return fmt.Sprintf("member %d record %d", p.Member, p.Record) }
+func (p position) String() string { return fmt.Sprintf("member %d record %d", p.Member, p.Index) }
 
-// Pack encodes p into one int64 that orders like p: the member in the high 20 bits, the
+// pack encodes p into one int64 that orders like p: the member in the high 20 bits, the
 // record index in the low 43. It fails for a position outside those widths.
-func (p Position) Pack() (int64, error) {
-	if p.Member < 0 || p.Member >= 1<<memberBits || p.Record < 0 || p.Record >= 1<<recordBits {
+func (p position) pack() (int64, error) {
+	if p.Member < 0 || p.Member >= 1<<memberBits || p.Index < 0 || p.Index >= 1<<recordBits {
 		return 0, fmt.Errorf("s3io: %v does not fit a packed position (members < 2^%d, records < 2^%d)", p, memberBits, recordBits)
 	}
-	return int64(p.Member)<<recordBits | p.Record, nil
+	return int64(p.Member)<<recordBits | p.Index, nil
 }
 
-// UnpackPosition is the inverse of Position.Pack.
-func UnpackPosition(v int64) Position {
-	return Position{Member: int(v >> recordBits), Record: v & (1<<recordBits - 1)}
+// unpackPosition is the inverse of position.pack.
+func unpackPosition(v int64) position {
+	return position{Member: int(v >> recordBits), Index: v & (1<<recordBits - 1)}
 }
 
-// Restriction is the half-open range [Start, End) of positions of one split descriptor that a
+// restriction is the half-open range [Start, End) of positions of one split descriptor that a
 // reader owns. Record counts are unknown until objects are read, so an End of (m, 0) means
 // "every record of members before m", and (m, r) with r > 0 additionally owns the first r
 // records of member m.
-type Restriction struct {
-	Start, End Position
+type restriction struct {
+	Start, End position
 	// Sizes holds the byte weight the range owns of each member it touches, from
 	// Start.Member on: stored bytes, less what a split gave away of a member shared with
 	// another restriction. Progress, split points and RestrictionSize are weighed with it,
@@ -58,45 +58,45 @@ type Restriction struct {
 	Sizes []int64
 	// Resume, when Resume.Offset > 0, says where reading Start.Member may begin instead of at
 	// the member's start.
-	Resume ResumeHint
+	Resume resumeHint
 }
 
-// ResumeHint says that framing a member's decompressed stream from byte Offset yields record
+// resumeHint says that framing a member's decompressed stream from byte Offset yields record
 // Record first. Splits and checkpoints at positions already read know it, and it spares the
 // residual's reader from re-reading (Seekable: a ranged GET from Offset) or re-framing
 // (compressed: decompressed bytes before Offset are skipped unframed) what came before.
-type ResumeHint struct {
-	Record int64
+type resumeHint struct {
+	Index  int64
 	Offset int64
 	// Seekable is true when the member is stored uncompressed, so Offset is also a byte
 	// offset in the object.
 	Seekable bool
 }
 
-func (h ResumeHint) known() bool { return h.Offset > 0 }
+func (h resumeHint) known() bool { return h.Offset > 0 }
 
 // fullRestriction is the restriction of all of d's records.
-func fullRestriction(d SplitDescriptor) Restriction {
+func fullRestriction(d SplitDescriptor) restriction {
 	sizes := make([]int64, len(d.Members))
 	for i, m := range d.Members {
 		sizes[i] = m.weight()
 	}
-	return Restriction{Start: Position{}, End: Position{Member: len(d.Members)}, Sizes: sizes}
+	return restriction{Start: position{}, End: position{Member: len(d.Members)}, Sizes: sizes}
 }
 
 // IsEmpty reports whether r owns no position.
-func (r Restriction) IsEmpty() bool { return !r.Start.Less(r.End) }
+func (r restriction) IsEmpty() bool { return !r.Start.Less(r.End) }
 
 // lastMember is the ordinal of the last member r touches (Start.Member-1 when none).
-func (r Restriction) lastMember() int {
-	if r.End.Record > 0 {
+func (r restriction) lastMember() int {
+	if r.End.Index > 0 {
 		return r.End.Member
 	}
 	return r.End.Member - 1
 }
 
 // size returns r's byte weight: what a runner balances and RestrictionSize reports.
-func (r Restriction) size() float64 {
+func (r restriction) size() float64 {
 	if r.IsEmpty() {
 		return 0
 	}
@@ -108,18 +108,18 @@ func (r Restriction) size() float64 {
 }
 
 // weight returns the byte weight r owns of member m, which r must touch.
-func (r Restriction) weight(m int) int64 { return r.Sizes[m-r.Start.Member] }
+func (r restriction) weight(m int) int64 { return r.Sizes[m-r.Start.Member] }
 
 // memberBoundaries splits r at member boundaries into pieces of about target bytes each, for
 // runners that only split restrictions up front.
-func (r Restriction) memberBoundaries(target int64) []Restriction {
-	var out []Restriction
+func (r restriction) memberBoundaries(target int64) []restriction {
+	var out []restriction
 	rest := r
 	var acc int64
 	for m := r.Start.Member; m < r.lastMember(); m++ {
 		acc += r.weight(m)
 		if acc >= target {
-			p, res := rest.splitAt(Position{Member: m + 1}, -1, ResumeHint{})
+			p, res := rest.splitAt(position{Member: m + 1}, -1, resumeHint{})
 			out = append(out, p)
 			rest, acc = res, 0
 		}
@@ -130,18 +130,18 @@ func (r Restriction) memberBoundaries(target int64) []Restriction {
 // splitAt divides r at p, which must lie in (Start, End], into [Start, p) and [p, End).
 // When p is inside a member, primaryShare is the weight of that member the primary keeps
 // and hint is where the residual may resume reading it.
-func (r Restriction) splitAt(p Position, primaryShare int64, hint ResumeHint) (primary, residual Restriction) {
-	primary = Restriction{Start: r.Start, End: p, Resume: r.Resume}
-	residual = Restriction{Start: p, End: r.End}
+func (r restriction) splitAt(p position, primaryShare int64, hint resumeHint) (primary, residual restriction) {
+	primary = restriction{Start: r.Start, End: p, Resume: r.Resume}
+	residual = restriction{Start: p, End: r.End}
 	n := primary.lastMember() - r.Start.Member + 1
 	primary.Sizes = append([]int64(nil), r.Sizes[:n]...)
 	residual.Sizes = append([]int64(nil), r.Sizes[p.Member-r.Start.Member:]...)
-	if p.Record > 0 {
+	if p.Index > 0 {
 		whole := r.weight(p.Member)
 		share := min(max(primaryShare, 0), whole)
 		primary.Sizes[n-1] = share
 		residual.Sizes[0] = whole - share
-		if hint.known() && hint.Record <= p.Record {
+		if hint.known() && hint.Index <= p.Index {
 			residual.Resume = hint
 		}
 	}
@@ -152,9 +152,9 @@ func (r Restriction) splitAt(p Position, primaryShare int64, hint ResumeHint) (p
 }
 
 // valid reports whether r is well formed for a descriptor of n members.
-func (r Restriction) valid(n int) error {
+func (r restriction) valid(n int) error {
 	switch {
-	case r.Start.Member < 0 || r.Start.Record < 0 || r.End.Record < 0:
+	case r.Start.Member < 0 || r.Start.Index < 0 || r.End.Index < 0:
 		return fmt.Errorf("s3io: restriction [%v, %v) has a negative position", r.Start, r.End)
 	case r.End.Less(r.Start):
 		return fmt.Errorf("s3io: restriction [%v, %v) ends before it starts", r.Start, r.End)
@@ -162,8 +162,8 @@ func (r Restriction) valid(n int) error {
 		return fmt.Errorf("s3io: restriction [%v, %v) reaches past the descriptor's %d members", r.Start, r.End, n)
 	case !r.IsEmpty() && len(r.Sizes) != r.lastMember()-r.Start.Member+1:
 		return fmt.Errorf("s3io: restriction [%v, %v) carries %d member sizes", r.Start, r.End, len(r.Sizes))
-	case r.Resume.known() && r.Resume.Record > r.Start.Record:
-		return fmt.Errorf("s3io: restriction [%v, %v) resumes at record %d, past its start", r.Start, r.End, r.Resume.Record)
+	case r.Resume.known() && r.Resume.Index > r.Start.Index:
+		return fmt.Errorf("s3io: restriction [%v, %v) resumes at record %d, past its start", r.Start, r.End, r.Resume.Index)
 	}
 	return nil
 }
@@ -171,7 +171,7 @@ func (r Restriction) valid(n int) error {
 // readerClaim is what the reader claims for a record: its position, plus what the tracker
 // needs to weigh progress and to give a residual a resume point.
 type readerClaim struct {
-	Position
+	position
 	// end is the decompressed-stream offset just past the record; -1 for the claim that opens
 	// a member, made before anything is read.
 	end int64
@@ -181,12 +181,12 @@ type readerClaim struct {
 	seekable bool
 }
 
-// Tracker is the sdf.RTracker of a Restriction. The reader claims the first position of a
+// tracker is the sdf.RTracker of a restriction. The reader claims the first position of a
 // member before opening it, and each later record's position before emitting that record;
 // after the last member it claims (members, 0), which fails and ends the restriction.
-type Tracker struct {
-	rest       Restriction
-	claimed    Position // last successful claim; meaningful when hasClaimed
+type tracker struct {
+	rest       restriction
+	claimed    position // last successful claim; meaningful when hasClaimed
 	hasClaimed bool
 	stopped    bool // a claim failed: the reader must stop
 	err        error
@@ -194,16 +194,16 @@ type Tracker struct {
 	// What is known of the member being read (claimed.Member).
 	raw         int64      // stored bytes received
 	firstRecord int64      // the first record claimed in it, for bytes-per-record estimates
-	hint        ResumeHint // where a residual inside it may resume
+	hint        resumeHint // where a residual inside it may resume
 }
 
-// NewTracker returns a tracker over rest.
-func NewTracker(rest Restriction) *Tracker { return &Tracker{rest: rest} }
+// newTracker returns a tracker over rest.
+func newTracker(rest restriction) *tracker { return &tracker{rest: rest} }
 
-// TryClaim claims pos, a Position or *Position, and reports whether the reader owns it.
+// TryClaim claims pos, a position or *position, and reports whether the reader owns it.
 // Positions must be claimed in increasing order. The tracker copies a *Position: the caller
 // may reuse it.
-func (t *Tracker) TryClaim(pos any) bool {
+func (t *tracker) TryClaim(pos any) bool {
 	if t.stopped {
 		t.err = errors.New("s3io: claim after the tracker stopped the reader")
 		return false
@@ -211,11 +211,11 @@ func (t *Tracker) TryClaim(pos any) bool {
 	c := readerClaim{end: -1}
 	ok := true
 	switch v := pos.(type) {
-	case Position:
-		c.Position = v
-	case *Position:
+	case position:
+		c.position = v
+	case *position:
 		if ok = v != nil; ok {
-			c.Position = *v
+			c.position = *v
 		}
 	case *readerClaim:
 		if ok = v != nil; ok {
@@ -224,10 +224,10 @@ func (t *Tracker) TryClaim(pos any) bool {
 	default:
 		ok = false
 	}
-	p := c.Position
+	p := c.position
 	switch {
 	case !ok:
-		t.err = fmt.Errorf("s3io: claimed a %T, want a Position", pos)
+		t.err = fmt.Errorf("s3io: claimed a %T, want a position", pos)
 	case p.Less(t.rest.Start):
 		t.err = fmt.Errorf("s3io: claimed %v before the restriction's start %v", p, t.rest.Start)
 	case t.hasClaimed && !t.claimed.Less(p):
@@ -237,7 +237,7 @@ func (t *Tracker) TryClaim(pos any) bool {
 		return false
 	default:
 		if !t.hasClaimed || p.Member != t.claimed.Member {
-			t.firstRecord, t.raw, t.hint = p.Record, 0, ResumeHint{}
+			t.firstRecord, t.raw, t.hint = p.Index, 0, resumeHint{}
 			if p.Member == t.rest.Start.Member {
 				t.hint = t.rest.Resume
 			}
@@ -245,7 +245,7 @@ func (t *Tracker) TryClaim(pos any) bool {
 		t.claimed, t.hasClaimed = p, true
 		t.raw = max(t.raw, c.raw)
 		if c.end >= 0 {
-			t.hint = ResumeHint{Record: p.Record + 1, Offset: c.end, Seekable: c.seekable}
+			t.hint = resumeHint{Index: p.Index + 1, Offset: c.end, Seekable: c.seekable}
 		}
 		return true
 	}
@@ -254,33 +254,33 @@ func (t *Tracker) TryClaim(pos any) bool {
 }
 
 // GetError returns the misuse that stopped the tracker, if any.
-func (t *Tracker) GetError() error { return t.err }
+func (t *tracker) GetError() error { return t.err }
 
 // IsDone reports whether the reader has nothing left to claim: the restriction is empty, a
 // claim hit its end, or the last claim was the last record a split left it.
-func (t *Tracker) IsDone() bool {
+func (t *tracker) IsDone() bool {
 	if t.err != nil {
 		return false
 	}
 	return t.rest.IsEmpty() || t.stopped || t.hasClaimed && !t.nextAfterClaimed().Less(t.rest.End)
 }
 
-func (t *Tracker) nextAfterClaimed() Position {
-	return Position{Member: t.claimed.Member, Record: t.claimed.Record + 1}
+func (t *tracker) nextAfterClaimed() position {
+	return position{Member: t.claimed.Member, Index: t.claimed.Index + 1}
 }
 
 // GetRestriction returns the current (possibly split) restriction.
-func (t *Tracker) GetRestriction() any { return t.rest }
+func (t *tracker) GetRestriction() any { return t.rest }
 
 // IsBounded reports true: a split descriptor is finite.
-func (t *Tracker) IsBounded() bool { return true }
+func (t *tracker) IsBounded() bool { return true }
 
 // consumed returns the weight of the current member already read.
-func (t *Tracker) consumed() int64 { return min(t.raw, t.rest.weight(t.claimed.Member)) }
+func (t *tracker) consumed() int64 { return min(t.raw, t.rest.weight(t.claimed.Member)) }
 
 // GetProgress reports progress in stored bytes: members before the one being read, and what
 // has been received of that one, are done; the rest remains.
-func (t *Tracker) GetProgress() (done, remaining float64) {
+func (t *tracker) GetProgress() (done, remaining float64) {
 	total := t.rest.size()
 	if !t.hasClaimed || t.rest.IsEmpty() {
 		return 0, total
@@ -300,16 +300,16 @@ func (t *Tracker) GetProgress() (done, remaining float64) {
 // fraction 0 (a checkpoint) splits right after the last claimed record. The residual carries
 // a resume hint when the split point is inside a member that is being read. Claimed
 // positions always stay in the primary, and a failed split changes nothing.
-func (t *Tracker) TrySplit(fraction float64) (primary, residual any, err error) {
+func (t *tracker) TrySplit(fraction float64) (primary, residual any, err error) {
 	if t.stopped || t.IsDone() {
 		return t.rest, nil, nil
 	}
 	fraction = math.Min(math.Max(fraction, 0), 1)
 	last := t.rest.lastMember()
 
-	var split Position
+	var split position
 	share := int64(-1)
-	hint := ResumeHint{}
+	hint := resumeHint{}
 	switch {
 	case !t.hasClaimed && fraction == 0:
 		split = t.rest.Start
@@ -338,17 +338,17 @@ func (t *Tracker) TrySplit(fraction float64) (primary, residual any, err error) 
 			split = b
 			break
 		}
-		if (Position{Member: cur + 1}).Less(t.rest.End) {
+		if (position{Member: cur + 1}).Less(t.rest.End) {
 			return t.rest, nil, nil // the split point lies in a member nobody has read yet
 		}
 		// The current member is the last with work left: split inside it.
-		records := t.claimed.Record - t.firstRecord + 1
+		records := t.claimed.Index - t.firstRecord + 1
 		if t.raw <= 0 || records <= 0 {
 			return t.rest, nil, nil // nothing read yet to estimate a record's size from
 		}
 		perRecord := float64(t.raw) / float64(records)
 		ahead := int64(math.Ceil(want / perRecord))
-		split = Position{Member: cur, Record: t.claimed.Record + 1 + ahead}
+		split = position{Member: cur, Index: t.claimed.Index + 1 + ahead}
 		share, hint = t.consumed()+int64(float64(ahead)*perRecord), t.hint
 	}
 	if !split.Less(t.rest.End) || t.hasClaimed && !t.claimed.Less(split) {
@@ -363,12 +363,12 @@ func (t *Tracker) TrySplit(fraction float64) (primary, residual any, err error) 
 // least want bytes between the read position and it (the first member's remaining bytes
 // are firstLeft; later members count whole). It reports false when there is none: the
 // split point then lies inside the current member, or in a later one nobody has read.
-func (t *Tracker) boundary(from int, firstLeft int64, want float64) (Position, bool) {
+func (t *tracker) boundary(from int, firstLeft int64, want float64) (position, bool) {
 	acc := float64(firstLeft)
 	for m := from + 1; ; m++ {
-		b := Position{Member: m}
+		b := position{Member: m}
 		if !b.Less(t.rest.End) {
-			return Position{}, false
+			return position{}, false
 		}
 		if acc >= want {
 			return b, true

@@ -9,11 +9,11 @@ import (
 	"testing"
 )
 
-func rtPos(m int, r int64) Position { return Position{Member: m, Record: r} }
+func rtPos(m int, r int64) position { return position{Member: m, Index: r} }
 
 func TestPositionLess(t *testing.T) {
 	cases := []struct {
-		p, q Position
+		p, q position
 		want bool
 	}{
 		{rtPos(0, 0), rtPos(0, 0), false},
@@ -38,7 +38,7 @@ func TestPositionPackRoundTrip(t *testing.T) {
 	const maxMember = 1<<20 - 1
 	const maxRecord = int64(1)<<43 - 1
 	cases := []struct {
-		p    Position
+		p    position
 		want int64
 	}{
 		{rtPos(0, 0), 0},
@@ -51,7 +51,7 @@ func TestPositionPackRoundTrip(t *testing.T) {
 		{rtPos(12345, 67890), 12345<<43 | 67890},
 	}
 	for _, c := range cases {
-		v, err := c.p.Pack()
+		v, err := c.p.pack()
 		if err != nil {
 			t.Errorf("%v.Pack(): %v", c.p, err)
 			continue
@@ -59,15 +59,15 @@ func TestPositionPackRoundTrip(t *testing.T) {
 		if v != c.want {
 			t.Errorf("%v.Pack() = %d, want %d", c.p, v, c.want)
 		}
-		if got := UnpackPosition(v); got != c.p {
+		if got := unpackPosition(v); got != c.p {
 			t.Errorf("UnpackPosition(%d) = %v, want %v", v, got, c.p)
 		}
 	}
 	// Packing preserves order.
 	for i := range cases {
 		for j := range cases {
-			a, _ := cases[i].p.Pack()
-			b, _ := cases[j].p.Pack()
+			a, _ := cases[i].p.pack()
+			b, _ := cases[j].p.pack()
 			if cases[i].p.Less(cases[j].p) != (a < b) {
 				t.Errorf("order of %v, %v not preserved by Pack (%d, %d)", cases[i].p, cases[j].p, a, b)
 			}
@@ -76,7 +76,7 @@ func TestPositionPackRoundTrip(t *testing.T) {
 }
 
 func TestPositionPackOutOfRange(t *testing.T) {
-	for _, p := range []Position{
+	for _, p := range []position{
 		rtPos(-1, 0),
 		rtPos(0, -1),
 		rtPos(-1, -1),
@@ -87,7 +87,7 @@ func TestPositionPackOutOfRange(t *testing.T) {
 		rtPos(0, math.MaxInt64),
 		rtPos(0, math.MinInt64),
 	} {
-		v, err := p.Pack()
+		v, err := p.pack()
 		if err == nil {
 			t.Errorf("%v.Pack() = %d, nil; want an error", p, v)
 		}
@@ -98,16 +98,16 @@ func TestPositionPackOutOfRange(t *testing.T) {
 }
 
 // rest3 is a three-member restriction with sizes 100, 200, 300.
-func rtRest3() Restriction {
-	return Restriction{Start: rtPos(0, 0), End: rtPos(3, 0), Sizes: []int64{100, 200, 300}}
+func rtRest3() restriction {
+	return restriction{Start: rtPos(0, 0), End: rtPos(3, 0), Sizes: []int64{100, 200, 300}}
 }
 
 func TestTrackerClaimsInOrder(t *testing.T) {
-	tr := NewTracker(rtRest3())
+	tr := newTracker(rtRest3())
 	if tr.IsDone() {
 		t.Fatal("IsDone before any claim")
 	}
-	for _, p := range []Position{rtPos(0, 0), rtPos(0, 1), rtPos(0, 7), rtPos(1, 0), rtPos(2, 0), rtPos(2, 1000)} {
+	for _, p := range []position{rtPos(0, 0), rtPos(0, 1), rtPos(0, 7), rtPos(1, 0), rtPos(2, 0), rtPos(2, 1000)} {
 		if !tr.TryClaim(p) {
 			t.Fatalf("TryClaim(%v) = false; err %v", p, tr.GetError())
 		}
@@ -134,8 +134,8 @@ func TestTrackerClaimsInOrder(t *testing.T) {
 }
 
 func TestTrackerClaimBeyondEnd(t *testing.T) {
-	for _, p := range []Position{rtPos(3, 0), rtPos(3, 5), rtPos(4, 0), rtPos(100, 100)} {
-		tr := NewTracker(rtRest3())
+	for _, p := range []position{rtPos(3, 0), rtPos(3, 5), rtPos(4, 0), rtPos(100, 100)} {
+		tr := newTracker(rtRest3())
 		if !tr.TryClaim(rtPos(0, 0)) {
 			t.Fatal("first claim failed")
 		}
@@ -150,8 +150,8 @@ func TestTrackerClaimBeyondEnd(t *testing.T) {
 		}
 	}
 	// Mid-member end.
-	tr := NewTracker(Restriction{Start: rtPos(1, 2), End: rtPos(2, 3), Sizes: []int64{5, 6}})
-	for _, p := range []Position{rtPos(1, 2), rtPos(1, 9), rtPos(2, 0), rtPos(2, 2)} {
+	tr := newTracker(restriction{Start: rtPos(1, 2), End: rtPos(2, 3), Sizes: []int64{5, 6}})
+	for _, p := range []position{rtPos(1, 2), rtPos(1, 9), rtPos(2, 0), rtPos(2, 2)} {
 		if !tr.TryClaim(p) {
 			t.Fatalf("TryClaim(%v) = false", p)
 		}
@@ -170,21 +170,21 @@ func TestTrackerClaimBeyondEnd(t *testing.T) {
 func TestTrackerMisuse(t *testing.T) {
 	cases := []struct {
 		name   string
-		rest   Restriction
+		rest   restriction
 		claims []any // all but the last succeed
 	}{
-		{"before start", Restriction{Start: rtPos(1, 3), End: rtPos(3, 0), Sizes: []int64{1, 1}}, []any{rtPos(1, 2)}},
-		{"before start member", Restriction{Start: rtPos(1, 0), End: rtPos(3, 0), Sizes: []int64{1, 1}}, []any{rtPos(0, 9)}},
+		{"before start", restriction{Start: rtPos(1, 3), End: rtPos(3, 0), Sizes: []int64{1, 1}}, []any{rtPos(1, 2)}},
+		{"before start member", restriction{Start: rtPos(1, 0), End: rtPos(3, 0), Sizes: []int64{1, 1}}, []any{rtPos(0, 9)}},
 		{"repeat", rtRest3(), []any{rtPos(0, 0), rtPos(0, 0)}},
 		{"backwards", rtRest3(), []any{rtPos(0, 0), rtPos(1, 4), rtPos(1, 3)}},
 		{"backwards member", rtRest3(), []any{rtPos(0, 0), rtPos(2, 0), rtPos(1, 9)}},
 		{"wrong type", rtRest3(), []any{int64(0)}},
-		{"pointer backwards", rtRest3(), []any{&Position{Member: 1}, &Position{Member: 0, Record: 3}}},
+		{"pointer backwards", rtRest3(), []any{&position{Member: 1}, &position{Member: 0, Index: 3}}},
 		{"nil interface", rtRest3(), []any{nil}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			tr := NewTracker(c.rest)
+			tr := newTracker(c.rest)
 			last := len(c.claims) - 1
 			for _, p := range c.claims[:last] {
 				if !tr.TryClaim(p) {
@@ -212,32 +212,32 @@ func TestTrackerMisuse(t *testing.T) {
 }
 
 func TestTrackerClaimPointerIsCopied(t *testing.T) {
-	tr := NewTracker(rtRest3())
-	claim := &Position{Member: 0, Record: 0}
+	tr := newTracker(rtRest3())
+	claim := &position{Member: 0, Index: 0}
 	if !tr.TryClaim(claim) {
 		t.Fatalf("TryClaim(*Position) = false: %v", tr.GetError())
 	}
-	claim.Record = 5
+	claim.Index = 5
 	if !tr.TryClaim(claim) {
 		t.Fatalf("TryClaim(reused *Position (0,5)) = false: %v", tr.GetError())
 	}
 	// Mutating the pointer after the claim must not move the tracker's claimed position:
 	// a checkpoint still splits right after (0,5).
-	claim.Member, claim.Record = 2, 7
+	claim.Member, claim.Index = 2, 7
 	_, res, _ := tr.TrySplit(0)
-	if want := (Restriction{Start: rtPos(0, 6), End: rtPos(3, 0), Sizes: []int64{100, 200, 300}}); !reflect.DeepEqual(res, want) {
+	if want := (restriction{Start: rtPos(0, 6), End: rtPos(3, 0), Sizes: []int64{100, 200, 300}}); !reflect.DeepEqual(res, want) {
 		t.Errorf("residual = %+v, want %+v", res, want)
 	}
 }
 
 func TestTrackerEmptyRestriction(t *testing.T) {
-	for _, r := range []Restriction{
+	for _, r := range []restriction{
 		{},
 		{Start: rtPos(2, 0), End: rtPos(2, 0)},
 		{Start: rtPos(2, 5), End: rtPos(2, 5), Sizes: []int64{10}},
 		{Start: rtPos(2, 5), End: rtPos(2, 3), Sizes: []int64{10}},
 	} {
-		tr := NewTracker(r)
+		tr := newTracker(r)
 		if !tr.IsDone() {
 			t.Errorf("%+v: IsDone = false on an empty restriction", r)
 		}
@@ -254,8 +254,8 @@ func TestTrackerEmptyRestriction(t *testing.T) {
 }
 
 func TestTrackerCheckpointAfterClaim(t *testing.T) {
-	tr := NewTracker(rtRest3())
-	for _, p := range []Position{rtPos(0, 0), rtPos(1, 0), rtPos(1, 1), rtPos(1, 2)} {
+	tr := newTracker(rtRest3())
+	for _, p := range []position{rtPos(0, 0), rtPos(1, 0), rtPos(1, 1), rtPos(1, 2)} {
 		if !tr.TryClaim(p) {
 			t.Fatalf("TryClaim(%v) failed", p)
 		}
@@ -266,8 +266,8 @@ func TestTrackerCheckpointAfterClaim(t *testing.T) {
 	}
 	// Plain Position claims report no bytes read, so the primary keeps none of member 1's
 	// weight and the residual all of it.
-	wantP := Restriction{Start: rtPos(0, 0), End: rtPos(1, 3), Sizes: []int64{100, 0}}
-	wantR := Restriction{Start: rtPos(1, 3), End: rtPos(3, 0), Sizes: []int64{200, 300}}
+	wantP := restriction{Start: rtPos(0, 0), End: rtPos(1, 3), Sizes: []int64{100, 0}}
+	wantR := restriction{Start: rtPos(1, 3), End: rtPos(3, 0), Sizes: []int64{200, 300}}
 	if !reflect.DeepEqual(prim, wantP) {
 		t.Errorf("primary = %+v, want %+v", prim, wantP)
 	}
@@ -289,7 +289,7 @@ func TestTrackerCheckpointAfterClaim(t *testing.T) {
 	if _, res, _ := tr.TrySplit(0); res != nil {
 		t.Errorf("second TrySplit(0) gave residual %+v", res)
 	}
-	for _, r := range []Restriction{wantP, wantR} {
+	for _, r := range []restriction{wantP, wantR} {
 		if err := r.valid(3); err != nil {
 			t.Errorf("valid: %v", err)
 		}
@@ -298,15 +298,15 @@ func TestTrackerCheckpointAfterClaim(t *testing.T) {
 
 func TestTrackerCheckpointAfterMemberClaimMidStart(t *testing.T) {
 	// A residual starting mid-member, checkpointed right after its first claim.
-	tr := NewTracker(Restriction{Start: rtPos(1, 4), End: rtPos(3, 0), Sizes: []int64{200, 300}})
+	tr := newTracker(restriction{Start: rtPos(1, 4), End: rtPos(3, 0), Sizes: []int64{200, 300}})
 	if !tr.TryClaim(rtPos(1, 4)) {
 		t.Fatal("claim failed")
 	}
 	prim, res, _ := tr.TrySplit(0)
-	if want := (Restriction{Start: rtPos(1, 4), End: rtPos(1, 5), Sizes: []int64{0}}); !reflect.DeepEqual(prim, want) {
+	if want := (restriction{Start: rtPos(1, 4), End: rtPos(1, 5), Sizes: []int64{0}}); !reflect.DeepEqual(prim, want) {
 		t.Errorf("primary = %+v, want %+v", prim, want)
 	}
-	if want := (Restriction{Start: rtPos(1, 5), End: rtPos(3, 0), Sizes: []int64{200, 300}}); !reflect.DeepEqual(res, want) {
+	if want := (restriction{Start: rtPos(1, 5), End: rtPos(3, 0), Sizes: []int64{200, 300}}); !reflect.DeepEqual(res, want) {
 		t.Errorf("residual = %+v, want %+v", res, want)
 	}
 	if !tr.IsDone() {
@@ -315,16 +315,16 @@ func TestTrackerCheckpointAfterMemberClaimMidStart(t *testing.T) {
 }
 
 func TestTrackerCheckpointBeforeClaim(t *testing.T) {
-	for _, r := range []Restriction{
+	for _, r := range []restriction{
 		rtRest3(),
 		{Start: rtPos(1, 4), End: rtPos(2, 2), Sizes: []int64{7, 8}},
 	} {
-		tr := NewTracker(r)
+		tr := newTracker(r)
 		prim, res, err := tr.TrySplit(0)
 		if err != nil {
 			t.Fatal(err)
 		}
-		p := prim.(Restriction)
+		p := prim.(restriction)
 		if !p.IsEmpty() || p.Start != r.Start || p.End != r.Start {
 			t.Errorf("%+v: primary = %+v, want empty at Start", r, p)
 		}
@@ -348,7 +348,7 @@ func TestTrackerCheckpointBeforeClaim(t *testing.T) {
 
 func TestTrackerSplitDoneOrStopped(t *testing.T) {
 	// Stopped by hitting End.
-	tr := NewTracker(rtRest3())
+	tr := newTracker(rtRest3())
 	tr.TryClaim(rtPos(0, 0))
 	tr.TryClaim(rtPos(3, 0))
 	for _, f := range []float64{0, 0.3, 1} {
@@ -357,7 +357,7 @@ func TestTrackerSplitDoneOrStopped(t *testing.T) {
 		}
 	}
 	// Done by claiming the last record of a checkpointed primary.
-	tr = NewTracker(Restriction{Start: rtPos(0, 0), End: rtPos(0, 2), Sizes: []int64{5}})
+	tr = newTracker(restriction{Start: rtPos(0, 0), End: rtPos(0, 2), Sizes: []int64{5}})
 	tr.TryClaim(rtPos(0, 0))
 	tr.TryClaim(rtPos(0, 1))
 	if !tr.IsDone() {
@@ -372,63 +372,63 @@ func TestTrackerSplitDoneOrStopped(t *testing.T) {
 
 func TestTrackerFractionalSplits(t *testing.T) {
 	sizes := []int64{100, 200, 300, 400} // total 1000
-	full := Restriction{Start: rtPos(0, 0), End: rtPos(4, 0), Sizes: sizes}
+	full := restriction{Start: rtPos(0, 0), End: rtPos(4, 0), Sizes: sizes}
 	cases := []struct {
 		name     string
-		rest     Restriction
-		claims   []Position
+		rest     restriction
+		claims   []position
 		fraction float64
-		wantP    Restriction
-		wantR    *Restriction // nil: no split
+		wantP    restriction
+		wantR    *restriction // nil: no split
 	}{
 		{"tiny before claims", full, nil, 1e-9,
-			Restriction{Start: rtPos(0, 0), End: rtPos(1, 0), Sizes: sizes[:1]},
-			&Restriction{Start: rtPos(1, 0), End: rtPos(4, 0), Sizes: sizes[1:]}},
+			restriction{Start: rtPos(0, 0), End: rtPos(1, 0), Sizes: sizes[:1]},
+			&restriction{Start: rtPos(1, 0), End: rtPos(4, 0), Sizes: sizes[1:]}},
 		{"exactly first member", full, nil, 0.1,
-			Restriction{Start: rtPos(0, 0), End: rtPos(1, 0), Sizes: sizes[:1]},
-			&Restriction{Start: rtPos(1, 0), End: rtPos(4, 0), Sizes: sizes[1:]}},
+			restriction{Start: rtPos(0, 0), End: rtPos(1, 0), Sizes: sizes[:1]},
+			&restriction{Start: rtPos(1, 0), End: rtPos(4, 0), Sizes: sizes[1:]}},
 		{"just past first member", full, nil, 0.1001,
-			Restriction{Start: rtPos(0, 0), End: rtPos(2, 0), Sizes: sizes[:2]},
-			&Restriction{Start: rtPos(2, 0), End: rtPos(4, 0), Sizes: sizes[2:]}},
+			restriction{Start: rtPos(0, 0), End: rtPos(2, 0), Sizes: sizes[:2]},
+			&restriction{Start: rtPos(2, 0), End: rtPos(4, 0), Sizes: sizes[2:]}},
 		{"half", full, nil, 0.5,
-			Restriction{Start: rtPos(0, 0), End: rtPos(3, 0), Sizes: sizes[:3]},
-			&Restriction{Start: rtPos(3, 0), End: rtPos(4, 0), Sizes: sizes[3:]}},
+			restriction{Start: rtPos(0, 0), End: rtPos(3, 0), Sizes: sizes[:3]},
+			&restriction{Start: rtPos(3, 0), End: rtPos(4, 0), Sizes: sizes[3:]}},
 		{"0.6 lands on boundary 3", full, nil, 0.6,
-			Restriction{Start: rtPos(0, 0), End: rtPos(3, 0), Sizes: sizes[:3]},
-			&Restriction{Start: rtPos(3, 0), End: rtPos(4, 0), Sizes: sizes[3:]}},
+			restriction{Start: rtPos(0, 0), End: rtPos(3, 0), Sizes: sizes[:3]},
+			&restriction{Start: rtPos(3, 0), End: rtPos(4, 0), Sizes: sizes[3:]}},
 		{"past last boundary", full, nil, 0.61, full, nil},
 		{"one", full, nil, 1, full, nil},
 		{"above one clamps", full, nil, 7, full, nil},
 		// Remaining work after claiming in member 1 is members 1..3 (900 bytes): 0.5 of it is
 		// 450, reached after member 2 (200+300 = 500).
-		{"after claims", full, []Position{rtPos(0, 0), rtPos(1, 0), rtPos(1, 5)}, 0.5,
-			Restriction{Start: rtPos(0, 0), End: rtPos(3, 0), Sizes: sizes[:3]},
-			&Restriction{Start: rtPos(3, 0), End: rtPos(4, 0), Sizes: sizes[3:]}},
-		{"after claims small", full, []Position{rtPos(0, 0), rtPos(1, 0), rtPos(1, 5)}, 0.2,
-			Restriction{Start: rtPos(0, 0), End: rtPos(2, 0), Sizes: sizes[:2]},
-			&Restriction{Start: rtPos(2, 0), End: rtPos(4, 0), Sizes: sizes[2:]}},
-		{"in last member", full, []Position{rtPos(0, 0), rtPos(3, 0)}, 0.01, full, nil},
-		{"negative clamps to checkpoint", full, []Position{rtPos(0, 0), rtPos(0, 1)}, -3,
-			Restriction{Start: rtPos(0, 0), End: rtPos(0, 2), Sizes: []int64{0}},
-			&Restriction{Start: rtPos(0, 2), End: rtPos(4, 0), Sizes: sizes}},
+		{"after claims", full, []position{rtPos(0, 0), rtPos(1, 0), rtPos(1, 5)}, 0.5,
+			restriction{Start: rtPos(0, 0), End: rtPos(3, 0), Sizes: sizes[:3]},
+			&restriction{Start: rtPos(3, 0), End: rtPos(4, 0), Sizes: sizes[3:]}},
+		{"after claims small", full, []position{rtPos(0, 0), rtPos(1, 0), rtPos(1, 5)}, 0.2,
+			restriction{Start: rtPos(0, 0), End: rtPos(2, 0), Sizes: sizes[:2]},
+			&restriction{Start: rtPos(2, 0), End: rtPos(4, 0), Sizes: sizes[2:]}},
+		{"in last member", full, []position{rtPos(0, 0), rtPos(3, 0)}, 0.01, full, nil},
+		{"negative clamps to checkpoint", full, []position{rtPos(0, 0), rtPos(0, 1)}, -3,
+			restriction{Start: rtPos(0, 0), End: rtPos(0, 2), Sizes: []int64{0}},
+			&restriction{Start: rtPos(0, 2), End: rtPos(4, 0), Sizes: sizes}},
 		// End mid-member: the boundary before the partially owned member is a split point.
-		{"partial last member", Restriction{Start: rtPos(1, 2), End: rtPos(3, 4), Sizes: []int64{10, 10, 80}}, nil, 0.05,
-			Restriction{Start: rtPos(1, 2), End: rtPos(2, 0), Sizes: []int64{10}},
-			&Restriction{Start: rtPos(2, 0), End: rtPos(3, 4), Sizes: []int64{10, 80}}},
-		{"partial last member boundary", Restriction{Start: rtPos(1, 2), End: rtPos(3, 4), Sizes: []int64{10, 10, 80}}, nil, 0.15,
-			Restriction{Start: rtPos(1, 2), End: rtPos(3, 0), Sizes: []int64{10, 10}},
-			&Restriction{Start: rtPos(3, 0), End: rtPos(3, 4), Sizes: []int64{80}}},
-		{"partial last member late", Restriction{Start: rtPos(1, 2), End: rtPos(3, 4), Sizes: []int64{10, 10, 80}}, nil, 0.9,
-			Restriction{Start: rtPos(1, 2), End: rtPos(3, 4), Sizes: []int64{10, 10, 80}}, nil},
-		{"zero sizes", Restriction{Start: rtPos(0, 0), End: rtPos(3, 0), Sizes: []int64{0, 0, 0}}, nil, 0.5,
-			Restriction{Start: rtPos(0, 0), End: rtPos(1, 0), Sizes: []int64{0}},
-			&Restriction{Start: rtPos(1, 0), End: rtPos(3, 0), Sizes: []int64{0, 0}}},
-		{"single member", Restriction{Start: rtPos(0, 0), End: rtPos(1, 0), Sizes: []int64{50}}, nil, 0.5,
-			Restriction{Start: rtPos(0, 0), End: rtPos(1, 0), Sizes: []int64{50}}, nil},
+		{"partial last member", restriction{Start: rtPos(1, 2), End: rtPos(3, 4), Sizes: []int64{10, 10, 80}}, nil, 0.05,
+			restriction{Start: rtPos(1, 2), End: rtPos(2, 0), Sizes: []int64{10}},
+			&restriction{Start: rtPos(2, 0), End: rtPos(3, 4), Sizes: []int64{10, 80}}},
+		{"partial last member boundary", restriction{Start: rtPos(1, 2), End: rtPos(3, 4), Sizes: []int64{10, 10, 80}}, nil, 0.15,
+			restriction{Start: rtPos(1, 2), End: rtPos(3, 0), Sizes: []int64{10, 10}},
+			&restriction{Start: rtPos(3, 0), End: rtPos(3, 4), Sizes: []int64{80}}},
+		{"partial last member late", restriction{Start: rtPos(1, 2), End: rtPos(3, 4), Sizes: []int64{10, 10, 80}}, nil, 0.9,
+			restriction{Start: rtPos(1, 2), End: rtPos(3, 4), Sizes: []int64{10, 10, 80}}, nil},
+		{"zero sizes", restriction{Start: rtPos(0, 0), End: rtPos(3, 0), Sizes: []int64{0, 0, 0}}, nil, 0.5,
+			restriction{Start: rtPos(0, 0), End: rtPos(1, 0), Sizes: []int64{0}},
+			&restriction{Start: rtPos(1, 0), End: rtPos(3, 0), Sizes: []int64{0, 0}}},
+		{"single member", restriction{Start: rtPos(0, 0), End: rtPos(1, 0), Sizes: []int64{50}}, nil, 0.5,
+			restriction{Start: rtPos(0, 0), End: rtPos(1, 0), Sizes: []int64{50}}, nil},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			tr := NewTracker(c.rest)
+			tr := newTracker(c.rest)
 			for _, p := range c.claims {
 				if !tr.TryClaim(p) {
 					t.Fatalf("TryClaim(%v) failed: %v", p, tr.GetError())
@@ -450,7 +450,7 @@ func TestTrackerFractionalSplits(t *testing.T) {
 				}
 				return
 			}
-			r, ok := res.(Restriction)
+			r, ok := res.(restriction)
 			if !ok {
 				t.Fatalf("residual = %#v, want %+v", res, *c.wantR)
 			}
@@ -458,7 +458,7 @@ func TestTrackerFractionalSplits(t *testing.T) {
 				t.Errorf("residual = %+v, want %+v", r, *c.wantR)
 			}
 			if c.fraction > 0 {
-				if r.Start.Record != 0 {
+				if r.Start.Index != 0 {
 					t.Errorf("fractional split residual starts mid-member at %v", r.Start)
 				}
 				if tr.IsDone() {
@@ -470,7 +470,7 @@ func TestTrackerFractionalSplits(t *testing.T) {
 }
 
 func TestTrackerProgress(t *testing.T) {
-	tr := NewTracker(rtRest3())
+	tr := newTracker(rtRest3())
 	type pr struct{ done, rem float64 }
 	check := func(want pr) {
 		t.Helper()
@@ -493,7 +493,7 @@ func TestTrackerProgress(t *testing.T) {
 	tr.TrySplit(0)
 	check(pr{300, 0})
 
-	tr = NewTracker(Restriction{Start: rtPos(2, 5), End: rtPos(4, 1), Sizes: []int64{10, 20, 30}})
+	tr = newTracker(restriction{Start: rtPos(2, 5), End: rtPos(4, 1), Sizes: []int64{10, 20, 30}})
 	check(pr{0, 60})
 	tr.TryClaim(rtPos(3, 0))
 	check(pr{10, 50})
@@ -503,21 +503,21 @@ func TestTrackerProgress(t *testing.T) {
 
 func TestRestrictionValid(t *testing.T) {
 	cases := []struct {
-		r  Restriction
+		r  restriction
 		n  int
 		ok bool
 	}{
 		{rtRest3(), 3, true},
 		{rtRest3(), 2, false},
-		{Restriction{Start: rtPos(0, 0), End: rtPos(3, 0), Sizes: []int64{1, 2}}, 3, false},
-		{Restriction{Start: rtPos(1, 2), End: rtPos(2, 1), Sizes: []int64{1, 2}}, 3, true},
-		{Restriction{Start: rtPos(1, 2), End: rtPos(2, 1), Sizes: []int64{1, 2}}, 2, false},
-		{Restriction{Start: rtPos(1, 2), End: rtPos(1, 1), Sizes: []int64{1}}, 3, false},
-		{Restriction{Start: rtPos(-1, 0), End: rtPos(1, 0), Sizes: []int64{1, 2}}, 3, false},
-		{Restriction{Start: rtPos(0, -1), End: rtPos(1, 0), Sizes: []int64{1}}, 3, false},
-		{Restriction{Start: rtPos(0, 0), End: rtPos(1, -1), Sizes: []int64{1}}, 3, false},
-		{Restriction{Start: rtPos(2, 0), End: rtPos(2, 0)}, 3, true},
-		{Restriction{Start: rtPos(0, 0), End: rtPos(0, 0)}, 0, true},
+		{restriction{Start: rtPos(0, 0), End: rtPos(3, 0), Sizes: []int64{1, 2}}, 3, false},
+		{restriction{Start: rtPos(1, 2), End: rtPos(2, 1), Sizes: []int64{1, 2}}, 3, true},
+		{restriction{Start: rtPos(1, 2), End: rtPos(2, 1), Sizes: []int64{1, 2}}, 2, false},
+		{restriction{Start: rtPos(1, 2), End: rtPos(1, 1), Sizes: []int64{1}}, 3, false},
+		{restriction{Start: rtPos(-1, 0), End: rtPos(1, 0), Sizes: []int64{1, 2}}, 3, false},
+		{restriction{Start: rtPos(0, -1), End: rtPos(1, 0), Sizes: []int64{1}}, 3, false},
+		{restriction{Start: rtPos(0, 0), End: rtPos(1, -1), Sizes: []int64{1}}, 3, false},
+		{restriction{Start: rtPos(2, 0), End: rtPos(2, 0)}, 3, true},
+		{restriction{Start: rtPos(0, 0), End: rtPos(0, 0)}, 0, true},
 		{fullRestriction(SplitDescriptor{Members: []Member{{Size: 4}, {Size: 5}}}), 2, true},
 	}
 	for _, c := range cases {
@@ -526,7 +526,7 @@ func TestRestrictionValid(t *testing.T) {
 		}
 	}
 	fr := fullRestriction(SplitDescriptor{Members: []Member{{Size: 4}, {Size: 5}}})
-	if want := (Restriction{Start: rtPos(0, 0), End: rtPos(2, 0), Sizes: []int64{4, 5}}); !reflect.DeepEqual(fr, want) {
+	if want := (restriction{Start: rtPos(0, 0), End: rtPos(2, 0), Sizes: []int64{4, 5}}); !reflect.DeepEqual(fr, want) {
 		t.Errorf("fullRestriction = %+v, want %+v", fr, want)
 	}
 	if fr.size() != 9 {
@@ -547,8 +547,8 @@ type rtSimRun struct {
 	d          rtSimDesc
 	splitProb  float64
 	splitsLeft int
-	emitted    map[Position]int
-	queue      []Restriction
+	emitted    map[position]int
+	queue      []restriction
 	trackers   int
 	// residuals split off by checkpoints (fraction 0) and by fractional splits
 	checkpoints, fractional int
@@ -568,18 +568,18 @@ func (s *rtSimRun) fraction() float64 {
 
 // maybeSplit splits tr at a random fraction with probability splitProb, checking the
 // primary/residual invariants, and queues the residual.
-func (s *rtSimRun) maybeSplit(tr *Tracker, unsplit *bool) {
+func (s *rtSimRun) maybeSplit(tr *tracker, unsplit *bool) {
 	if s.splitsLeft <= 0 || s.rng.Float64() >= s.splitProb {
 		return
 	}
 	s.splitsLeft--
-	before := tr.GetRestriction().(Restriction)
+	before := tr.GetRestriction().(restriction)
 	f := s.fraction()
 	prim, res, err := tr.TrySplit(f)
 	if err != nil {
 		s.t.Fatalf("%s: TrySplit(%v): %v", s.label, f, err)
 	}
-	p := prim.(Restriction)
+	p := prim.(restriction)
 	if !reflect.DeepEqual(p, tr.GetRestriction()) {
 		s.t.Fatalf("%s: TrySplit primary %+v differs from GetRestriction %+v", s.label, p, tr.GetRestriction())
 	}
@@ -598,14 +598,14 @@ func (s *rtSimRun) maybeSplit(tr *Tracker, unsplit *bool) {
 	} else {
 		s.fractional++
 	}
-	r := res.(Restriction)
+	r := res.(restriction)
 	if err := r.valid(len(s.d.counts)); err != nil {
 		s.t.Fatalf("%s: residual after TrySplit(%v) of %+v: %v", s.label, f, before, err)
 	}
 	if p.Start != before.Start || r.End != before.End || p.End != r.Start || r.IsEmpty() {
 		s.t.Fatalf("%s: TrySplit(%v) of %+v gave %+v and %+v", s.label, f, before, p, r)
 	}
-	if f > 0 && r.Start.Record != 0 {
+	if f > 0 && r.Start.Index != 0 {
 		s.t.Fatalf("%s: TrySplit(%v) residual %+v starts mid-member", s.label, f, r)
 	}
 	if tr.hasClaimed && !tr.claimed.Less(p.End) {
@@ -617,12 +617,12 @@ func (s *rtSimRun) maybeSplit(tr *Tracker, unsplit *bool) {
 	s.queue = append(s.queue, r)
 }
 
-func (s *rtSimRun) checkProgress(tr *Tracker, unsplit bool, total float64, lastDone *float64) {
+func (s *rtSimRun) checkProgress(tr *tracker, unsplit bool, total float64, lastDone *float64) {
 	done, rem := tr.GetProgress()
 	if done < 0 || rem < 0 || math.IsNaN(done) || math.IsNaN(rem) {
 		s.t.Fatalf("%s: GetProgress = %v, %v", s.label, done, rem)
 	}
-	if size := tr.GetRestriction().(Restriction).size(); done+rem != size {
+	if size := tr.GetRestriction().(restriction).size(); done+rem != size {
 		s.t.Fatalf("%s: GetProgress = %v + %v, restriction size %v", s.label, done, rem, size)
 	}
 	if unsplit {
@@ -637,13 +637,13 @@ func (s *rtSimRun) checkProgress(tr *Tracker, unsplit bool, total float64, lastD
 }
 
 // process runs the reader protocol of readFn.ProcessElement / readMember over rest.
-func (s *rtSimRun) process(rest Restriction) {
+func (s *rtSimRun) process(rest restriction) {
 	n := len(s.d.counts)
 	if err := rest.valid(n); err != nil {
 		s.t.Fatalf("%s: restriction %+v: %v", s.label, rest, err)
 	}
 	s.trackers++
-	tr := NewTracker(rest)
+	tr := newTracker(rest)
 	unsplit, total, lastDone := true, rest.size(), 0.0
 	step := func() {
 		s.checkProgress(tr, unsplit, total, &lastDone)
@@ -665,10 +665,10 @@ func (s *rtSimRun) process(rest Restriction) {
 	for m := rest.Start.Member; ; m++ {
 		first := int64(0)
 		if m == rest.Start.Member {
-			first = rest.Start.Record
+			first = rest.Start.Index
 		}
 		step()
-		if !tr.TryClaim(Position{Member: m, Record: first}) {
+		if !tr.TryClaim(position{Member: m, Index: first}) {
 			finish()
 			return
 		}
@@ -676,12 +676,12 @@ func (s *rtSimRun) process(rest Restriction) {
 			s.t.Fatalf("%s: claimed member %d of %d", s.label, m, n)
 		}
 		// Like readMember, reuse one *Position for the record claims of a member.
-		claim := &Position{Member: m}
+		claim := &position{Member: m}
 		for idx := int64(0); idx < s.d.counts[m]; idx++ {
 			if idx < first {
 				continue
 			}
-			claim.Record = idx
+			claim.Index = idx
 			if idx > first {
 				step()
 				if !tr.TryClaim(claim) {
@@ -690,7 +690,7 @@ func (s *rtSimRun) process(rest Restriction) {
 				}
 			}
 			step()
-			s.emitted[Position{Member: m, Record: idx}]++
+			s.emitted[position{Member: m, Index: idx}]++
 		}
 	}
 }
@@ -714,7 +714,7 @@ func TestTrackerProtocolProperty(t *testing.T) {
 			t: t, rng: rng, d: d,
 			splitProb:  []float64{0, 0.05, 0.2, 0.5}[rng.Intn(4)],
 			splitsLeft: 40,
-			emitted:    map[Position]int{},
+			emitted:    map[position]int{},
 			label:      fmt.Sprintf("seed %d (counts %v sizes %v)", seed, d.counts, d.sizes),
 		}
 		s.queue = append(s.queue, fullRestriction(SplitDescriptor{Members: members}))
@@ -726,10 +726,10 @@ func TestTrackerProtocolProperty(t *testing.T) {
 		totalTrackers += s.trackers
 		checkpoints += s.checkpoints
 		fractional += s.fractional
-		var want, got []Position
+		var want, got []position
 		for m, c := range d.counts {
 			for r := range c {
-				want = append(want, Position{Member: m, Record: r})
+				want = append(want, position{Member: m, Index: r})
 			}
 		}
 		for p, c := range s.emitted {

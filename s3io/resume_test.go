@@ -52,7 +52,7 @@ func newResumeFixture(t *testing.T, key string, n int, enc func([]byte) []byte, 
 
 // run processes rest, calling split(rt, n) after the n-th record it emits; it returns the
 // records emitted.
-func (f *resumeFixture) run(t *testing.T, rest Restriction, split func(rt *sdf.LockRTracker, n int)) []string {
+func (f *resumeFixture) run(t *testing.T, rest restriction, split func(rt *sdf.LockRTracker, n int)) []string {
 	t.Helper()
 	rt := f.fn.CreateTracker(rest)
 	var got []string
@@ -73,14 +73,14 @@ func (f *resumeFixture) run(t *testing.T, rest Restriction, split func(rt *sdf.L
 
 // checkpointAfter returns a run callback that checkpoints (TrySplit(0)) after the k-th
 // record and stores the residual.
-func checkpointAfter(t *testing.T, k int, residual *Restriction) func(*sdf.LockRTracker, int) {
+func checkpointAfter(t *testing.T, k int, residual *restriction) func(*sdf.LockRTracker, int) {
 	return func(rt *sdf.LockRTracker, n int) {
 		if n == k {
 			_, r, err := rt.TrySplit(0)
 			if err != nil || r == nil {
 				t.Fatalf("TrySplit(0) = %v, %v", r, err)
 			}
-			*residual = r.(Restriction)
+			*residual = r.(restriction)
 		}
 	}
 }
@@ -102,13 +102,13 @@ func TestCheckpointResumeReadsNothingTwice(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			f := newResumeFixture(t, tc.name, 3000, tc.enc, Config{})
 			const k = 1234
-			var residual Restriction
+			var residual restriction
 			primary := f.run(t, fullRestriction(f.desc), checkpointAfter(t, k, &residual))
 			if len(primary) != k {
 				t.Fatalf("primary emitted %d records after a checkpoint at %d", len(primary), k)
 			}
-			want := ResumeHint{Record: k, Offset: f.ends[k-1], Seekable: tc.name == "plain.txt"}
-			if residual.Start != (Position{Member: 0, Record: k}) || residual.Resume != want {
+			want := resumeHint{Index: k, Offset: f.ends[k-1], Seekable: tc.name == "plain.txt"}
+			if residual.Start != (position{Member: 0, Index: k}) || residual.Resume != want {
 				t.Fatalf("residual = %+v, want start (0,%d) and resume %+v", residual, k, want)
 			}
 			rest := f.run(t, residual, nil)
@@ -165,24 +165,24 @@ func parseRange(h string) (a, b int64, ok bool) {
 // its first record. Primary and residual together hold every record once.
 func TestFractionalSplitInsideMember(t *testing.T) {
 	f := newResumeFixture(t, "big.txt", 5000, identity, Config{})
-	var residual Restriction
+	var residual restriction
 	primary := f.run(t, fullRestriction(f.desc), func(rt *sdf.LockRTracker, n int) {
 		if n == 1000 {
 			_, r, err := rt.TrySplit(0.5)
 			if err != nil || r == nil {
 				t.Fatalf("TrySplit(0.5) = %v, %v", r, err)
 			}
-			residual = r.(Restriction)
+			residual = r.(restriction)
 		}
 	})
-	if residual.Start.Member != 0 || residual.Start.Record <= 1000 || residual.Start.Record >= 5000 {
+	if residual.Start.Member != 0 || residual.Start.Index <= 1000 || residual.Start.Index >= 5000 {
 		t.Fatalf("residual starts at %v, want inside member 0 past record 1000", residual.Start)
 	}
-	if !residual.Resume.Seekable || residual.Resume.Record != 1000 || residual.Resume.Offset != f.ends[999] {
+	if !residual.Resume.Seekable || residual.Resume.Index != 1000 || residual.Resume.Offset != f.ends[999] {
 		t.Fatalf("residual resume = %+v, want record 1000 at byte %d", residual.Resume, f.ends[999])
 	}
-	if int64(len(primary)) != residual.Start.Record {
-		t.Fatalf("primary emitted %d records, want %d", len(primary), residual.Start.Record)
+	if int64(len(primary)) != residual.Start.Index {
+		t.Fatalf("primary emitted %d records, want %d", len(primary), residual.Start.Index)
 	}
 	rest := f.run(t, residual, nil)
 	if got := append(primary, rest...); !slices.Equal(got, f.recs) {

@@ -27,9 +27,9 @@ func init() {
 	register.Emitter1[Failure]()
 	beam.RegisterType(reflect.TypeOf((*SplitDescriptor)(nil)).Elem())
 	beam.RegisterType(reflect.TypeOf((*Member)(nil)).Elem())
-	beam.RegisterType(reflect.TypeOf((*Restriction)(nil)).Elem())
-	beam.RegisterType(reflect.TypeOf((*Position)(nil)).Elem())
-	beam.RegisterType(reflect.TypeOf((*ResumeHint)(nil)).Elem())
+	beam.RegisterType(reflect.TypeOf((*restriction)(nil)).Elem())
+	beam.RegisterType(reflect.TypeOf((*position)(nil)).Elem())
+	beam.RegisterType(reflect.TypeOf((*resumeHint)(nil)).Elem())
 	beam.RegisterType(reflect.TypeOf((*Record)(nil)).Elem())
 	beam.RegisterType(reflect.TypeOf((*Failure)(nil)).Elem())
 	beam.RegisterType(reflect.TypeOf((*failureSummary)(nil)).Elem())
@@ -197,27 +197,27 @@ func (fn *reader) putDecoders(d *decompressors) {
 }
 
 // CreateInitialRestriction covers every record of every member.
-func (fn *reader) CreateInitialRestriction(d SplitDescriptor) Restriction {
+func (fn *reader) CreateInitialRestriction(d SplitDescriptor) restriction {
 	return fullRestriction(d)
 }
 
 // SplitRestriction cuts a descriptor heavier than Config.InitialSplitBytes at member
 // boundaries, so that a runner which never splits dynamically (Flink) still reads the members
 // of one descriptor in parallel.
-func (fn *reader) SplitRestriction(_ SplitDescriptor, r Restriction) []Restriction {
+func (fn *reader) SplitRestriction(_ SplitDescriptor, r restriction) []restriction {
 	if r.size() <= float64(fn.Cfg.InitialSplitBytes) {
-		return []Restriction{r}
+		return []restriction{r}
 	}
 	return r.memberBoundaries(fn.Cfg.InitialSplitBytes)
 }
 
 // RestrictionSize is the restriction's weight in stored bytes.
-func (fn *reader) RestrictionSize(_ SplitDescriptor, r Restriction) float64 {
+func (fn *reader) RestrictionSize(_ SplitDescriptor, r restriction) float64 {
 	return r.size()
 }
 
-func (fn *reader) CreateTracker(r Restriction) *sdf.LockRTracker {
-	return sdf.NewLockRTracker(NewTracker(r))
+func (fn *reader) CreateTracker(r restriction) *sdf.LockRTracker {
+	return sdf.NewLockRTracker(newTracker(r))
 }
 
 // process reads the members the restriction owns, in order, handing each owned record to
@@ -227,7 +227,7 @@ func (fn *reader) CreateTracker(r Restriction) *sdf.LockRTracker {
 // cancelled and dropped unemitted. Returning an error fails the bundle; the runner retries it
 // from the restriction, never from a position already handed to a residual.
 func (fn *reader) process(ctx context.Context, rt *sdf.LockRTracker, d SplitDescriptor, sink func(m int, idx int64, rec []byte), fail func(Failure)) error {
-	rest := rt.GetRestriction().(Restriction)
+	rest := rt.GetRestriction().(restriction)
 	if err := rest.valid(len(d.Members)); err != nil {
 		return fmt.Errorf("%w (split %s)", err, d.ID)
 	}
@@ -237,10 +237,10 @@ func (fn *reader) process(ctx context.Context, rt *sdf.LockRTracker, d SplitDesc
 	for m := rest.Start.Member; ; m++ {
 		first := int64(0)
 		if m == rest.Start.Member {
-			first = rest.Start.Record
+			first = rest.Start.Index
 		}
 		// After the last member this claim fails, telling the tracker the reader is done.
-		if !rt.TryClaim(&readerClaim{Position: Position{Member: m, Record: first}, end: -1}) {
+		if !rt.TryClaim(&readerClaim{position: position{Member: m, Index: first}, end: -1}) {
 			return nil
 		}
 		if class := d.Members[m].Archived; class != "" {
@@ -273,11 +273,10 @@ func (fn *reader) quarantine(ctx context.Context, d SplitDescriptor, m int, firs
 	if fatal {
 		return err
 	}
-	f := Failure{SplitID: d.ID, Bucket: d.Bucket, Key: d.Members[m].Key, ETag: d.Members[m].ETag, Member: m,
-		RecordsEmitted: first, Reason: reason, Message: err.Error(), Attempts: attemptsOf(err)}
+	f := Failure{ObjectRef: d.ref(m), Index: first, Reason: reason, Message: err.Error(), Attempts: attemptsOf(err)}
 	var oe *ObjectError
 	if errors.As(err, &oe) {
-		f.RecordsEmitted, f.Message = max(oe.Record, first), oe.Err.Error()
+		f.Index, f.Message = max(oe.Index, first), oe.Err.Error()
 	}
 	metricFailed.Inc(ctx, 1)
 	metricFailedByReason[reason].Inc(ctx, 1)
@@ -291,15 +290,15 @@ func (fn *reader) quarantine(ctx context.Context, d SplitDescriptor, m int, firs
 type restrictionRead struct {
 	fn      *reader
 	d       SplitDescriptor
-	start   Position
-	hint    ResumeHint
+	start   position
+	hint    resumeHint
 	last    int            // the last member the restriction owns; a split may lower it
 	fetches []*objectFetch // by member - start.Member; nil once handed to a memberRead
 	reads   []*memberRead  // same indexing: members whose decoding has started
 	fetcher *fetcher
 }
 
-func (fn *reader) newRestrictionRead(ctx context.Context, d SplitDescriptor, rest Restriction) *restrictionRead {
+func (fn *reader) newRestrictionRead(ctx context.Context, d SplitDescriptor, rest restriction) *restrictionRead {
 	rr := &restrictionRead{fn: fn, d: d, start: rest.Start, hint: rest.Resume, last: rest.lastMember(),
 		fetcher: newFetcher(ctx, fn.client, &fn.Cfg, d.Bucket)}
 	n := max(rr.last-rest.Start.Member+1, 0)
@@ -337,9 +336,9 @@ func (rr *restrictionRead) open(ctx context.Context, m int) *memberRead {
 	for k := m; k <= min(m+decodeAhead, rr.last); k++ {
 		i := k - rr.start.Member
 		if rr.reads[i] == nil && rr.d.Members[k].Archived == "" {
-			first, hint := int64(0), ResumeHint{}
+			first, hint := int64(0), resumeHint{}
 			if k == rr.start.Member {
-				first, hint = rr.start.Record, rr.hint
+				first, hint = rr.start.Index, rr.hint
 			}
 			rr.reads[i] = rr.fn.startMember(ctx, rr.d, k, first, hint, rr.fetches[i])
 			rr.fetches[i] = nil
@@ -394,7 +393,7 @@ type memberRead struct {
 
 // startMember starts decoding member m of d from record first (resuming at hint when it has
 // one), from the bytes fetch brings in.
-func (fn *reader) startMember(ctx context.Context, d SplitDescriptor, m int, first int64, hint ResumeHint, fetch *objectFetch) *memberRead {
+func (fn *reader) startMember(ctx context.Context, d SplitDescriptor, m int, first int64, hint resumeHint, fetch *objectFetch) *memberRead {
 	member := d.Members[m]
 	segStart, segEnd := member.span()
 	seg := member.isSegment()
@@ -402,7 +401,7 @@ func (fn *reader) startMember(ctx context.Context, d SplitDescriptor, m int, fir
 	mr := &memberRead{m: m, src: src, dec: fn.getDecoders(), fn: fn, base: fetch.from}
 	if hint.known() {
 		metricResumed.Inc(ctx, 1)
-		mr.idx0 = hint.Record
+		mr.idx0 = hint.Index
 	}
 	// setup runs on the framing goroutine: it may block on the network.
 	setup := func() (*recordReader, bool, error) {
@@ -454,18 +453,18 @@ func (mr *memberRead) finish(ctx context.Context) {
 // readMember hands sink the records of mr from index first on (which the caller claimed),
 // claiming each later one. It reports whether a claim failed.
 func (fn *reader) readMember(ctx context.Context, rt *sdf.LockRTracker, d SplitDescriptor, rr *restrictionRead, mr *memberRead, first int64, sink func(int, int64, []byte)) (stopped bool, err error) {
-	m, member := mr.m, d.Members[mr.m]
+	m := mr.m
 	idx, emitted, skipped := mr.idx0, int64(0), int64(0)
 	defer func() {
 		mr.finish(ctx)
 		metricRecords.Inc(ctx, emitted)
 		metricSkipped.Inc(ctx, skipped)
 		if err != nil {
-			err = &ObjectError{SplitID: d.ID, Bucket: d.Bucket, Key: member.Key, ETag: member.ETag, Member: m, Record: max(idx, first), Err: err}
+			err = &ObjectError{ObjectRef: d.ref(m), Index: max(idx, first), Err: err}
 		}
 	}()
 	// One claim value for the whole object: a claim boxed per record would allocate.
-	claim := &readerClaim{Position: Position{Member: m}}
+	claim := &readerClaim{position: position{Member: m}}
 	for {
 		b := mr.frames.next()
 		claim.seekable = b.seekable
@@ -476,7 +475,7 @@ func (fn *reader) readMember(ctx context.Context, rt *sdf.LockRTracker, d SplitD
 				continue
 			}
 			if idx > first {
-				claim.Record, claim.end, claim.raw = idx, b.ends[i], b.raw
+				claim.Index, claim.end, claim.raw = idx, b.ends[i], b.raw
 				if !rt.TryClaim(claim) {
 					return true, nil
 				}
@@ -493,7 +492,7 @@ func (fn *reader) readMember(ctx context.Context, rt *sdf.LockRTracker, d SplitD
 		}
 		mr.frames.recycle(b) // the framing goroutine may refill it from here on
 		// A split may have taken the members after this one: stop fetching them.
-		if last := rt.GetRestriction().(Restriction).lastMember(); last < rr.last {
+		if last := rt.GetRestriction().(restriction).lastMember(); last < rr.last {
 			rr.truncate(ctx, last)
 		}
 	}

@@ -49,8 +49,8 @@ func checkByteClaims(t *testing.T, seed uint64) (inMember, hinted int) {
 		starts[m] = append(starts[m], off)
 		members[m] = Member{Key: fmt.Sprint(m), Size: off}
 	}
-	emitted := map[Position]int{}
-	queue := []Restriction{fullRestriction(SplitDescriptor{Members: members})}
+	emitted := map[position]int{}
+	queue := []restriction{fullRestriction(SplitDescriptor{Members: members})}
 	splits := 0
 	for len(queue) > 0 {
 		rest := queue[0]
@@ -63,7 +63,7 @@ func checkByteClaims(t *testing.T, seed uint64) (inMember, hinted int) {
 				t.Fatalf("seed %d: negative weight in %+v", seed, rest)
 			}
 		}
-		tr := NewTracker(rest)
+		tr := newTracker(rest)
 		maybeSplit := func() {
 			if splits > 60 || rng.IntN(4) != 0 {
 				return
@@ -74,8 +74,8 @@ func checkByteClaims(t *testing.T, seed uint64) (inMember, hinted int) {
 				t.Fatalf("seed %d: TrySplit: %v", seed, err)
 			}
 			if res != nil {
-				r := res.(Restriction)
-				if r.Start.Record > 0 && f > 0 {
+				r := res.(restriction)
+				if r.Start.Index > 0 && f > 0 {
 					inMember++
 				}
 				splits++
@@ -84,24 +84,24 @@ func checkByteClaims(t *testing.T, seed uint64) (inMember, hinted int) {
 		}
 	members:
 		for m := rest.Start.Member; ; m++ {
-			first, hint := int64(0), ResumeHint{}
+			first, hint := int64(0), resumeHint{}
 			if m == rest.Start.Member {
-				first, hint = rest.Start.Record, rest.Resume
+				first, hint = rest.Start.Index, rest.Resume
 			}
 			maybeSplit()
-			if !tr.TryClaim(&readerClaim{Position: Position{Member: m, Record: first}, end: -1}) {
+			if !tr.TryClaim(&readerClaim{position: position{Member: m, Index: first}, end: -1}) {
 				break
 			}
 			recs := int64(len(starts[m]) - 1)
 			idx, base := int64(0), int64(0)
 			if hint.known() {
 				hinted++
-				if hint.Record > recs || starts[m][hint.Record] != hint.Offset || !hint.Seekable {
-					t.Fatalf("seed %d: hint %+v for member %d, but record %d starts at %d", seed, hint, m, hint.Record, starts[m][min(hint.Record, recs)])
+				if hint.Index > recs || starts[m][hint.Index] != hint.Offset || !hint.Seekable {
+					t.Fatalf("seed %d: hint %+v for member %d, but record %d starts at %d", seed, hint, m, hint.Index, starts[m][min(hint.Index, recs)])
 				}
-				idx, base = hint.Record, hint.Offset
+				idx, base = hint.Index, hint.Offset
 			}
-			claim := &readerClaim{Position: Position{Member: m}, seekable: true}
+			claim := &readerClaim{position: position{Member: m}, seekable: true}
 			for ; idx < recs; idx++ {
 				if idx < first {
 					continue
@@ -109,13 +109,13 @@ func checkByteClaims(t *testing.T, seed uint64) (inMember, hinted int) {
 				if idx > first {
 					// raw: what a reader with some read-ahead has received since it began.
 					raw := min(starts[m][idx+1]+rng.Int64N(100), members[m].Size) - base
-					claim.Record, claim.end, claim.raw = idx, starts[m][idx+1], raw
+					claim.Index, claim.end, claim.raw = idx, starts[m][idx+1], raw
 					maybeSplit()
 					if !tr.TryClaim(claim) {
 						break members
 					}
 				}
-				emitted[Position{Member: m, Record: idx}]++
+				emitted[position{Member: m, Index: idx}]++
 			}
 		}
 		if !tr.IsDone() || tr.GetError() != nil {
@@ -124,10 +124,10 @@ func checkByteClaims(t *testing.T, seed uint64) (inMember, hinted int) {
 	}
 	for m := range n {
 		for r := range int64(len(starts[m]) - 1) {
-			if c := emitted[Position{Member: m, Record: r}]; c != 1 {
+			if c := emitted[position{Member: m, Index: r}]; c != 1 {
 				t.Fatalf("seed %d: (%d,%d) emitted %d times", seed, m, r, c)
 			}
-			delete(emitted, Position{Member: m, Record: r})
+			delete(emitted, position{Member: m, Index: r})
 		}
 	}
 	if len(emitted) != 0 {

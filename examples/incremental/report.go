@@ -69,7 +69,7 @@ func (r *results) reportPass1() {
 	w.Flush()
 	w = tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', 0)
 	for _, f := range r.failures1 {
-		fmt.Fprintf(w, "    %s\t%s\tsplit %s, %d records emitted\n", short(f.Key), f.Reason, f.SplitID, f.RecordsEmitted)
+		fmt.Fprintf(w, "    %s\t%s\tsplit %s, %d records emitted\n", short(f.Key), f.Reason, f.SplitID, f.Index)
 	}
 	w.Flush()
 
@@ -77,12 +77,12 @@ func (r *results) reportPass1() {
 	r.check(int64(len(r.plan1)) == r.c1["splits_planned"], "pass 1's plan file has %d descriptors, its splits_planned counter %d", len(r.plan1), r.c1["splits_planned"])
 	r.check(r.failedGets > 0, "the server failed no GET of %s in pass 1", short(r.failing))
 	r.checkCovers("pass 1's plan", r.plan1, r.seeded)
-	wantFailures := map[string]string{corrupt: s3io.ReasonCorrupt, r.failing: s3io.ReasonUnreadable}
+	wantFailures := map[string]s3io.Reason{corrupt: s3io.ReasonCorrupt, r.failing: s3io.ReasonUnreadable}
 	r.check(len(r.failures1) == len(wantFailures), "pass 1 has %d failures, want %d (%s corrupt, %s unreadable)",
 		len(r.failures1), len(wantFailures), short(corrupt), short(r.failing))
 	for _, f := range r.failures1 {
 		r.check(wantFailures[f.Key] == f.Reason, "pass 1 failed %s as %q, want %q", short(f.Key), f.Reason, wantFailures[f.Key])
-		r.check(f.RecordsEmitted == 0, "pass 1 emitted %d records of %s before it failed, want 0", f.RecordsEmitted, short(f.Key))
+		r.check(f.Index == 0, "pass 1 emitted %d records of %s before it failed, want 0", f.Index, short(f.Key))
 	}
 }
 
