@@ -79,24 +79,23 @@ func ReadContinuously(s beam.Scope, cfg Config, interval time.Duration, end time
 // PCollection<Failure> instead of failing the job.
 func ReadContinuouslyWithFailures(s beam.Scope, cfg Config, interval time.Duration, end time.Time) (records, failures beam.PCollection) {
 	s = s.Scope("s3io.ReadContinuouslyWithFailures")
-	mustValidate(cfg)
+	cfg = prepare(cfg)
 	if interval < time.Second {
 		panic(fmt.Sprintf("s3io: ReadContinuously needs an interval of a second or more, not %v: each refresh lists the whole prefix", interval))
 	}
-	cfg = cfg.withDefaults()
 	iv := interval.Milliseconds()
 	sched := &refreshScheduleFn{IntervalMs: iv}
 	if !end.IsZero() {
 		sched.EndMs = end.UnixMilli()
 	}
 	ticks := periodic.Sequence(s, beam.ParDo(s, sched, beam.Impulse(s)))
-	listed := beam.ParDo(s, &refreshListFn{Cfg: readingConfig(cfg), Bucket: cfg.Bucket, Prefix: cfg.Prefix}, ticks)
+	listed := beam.ParDo(s, &refreshListFn{Cfg: cfg, Bucket: cfg.Bucket, Prefix: cfg.Prefix}, ticks)
 	w := &watchFn{Bucket: cfg.Bucket, IntervalMs: iv, LastTickMs: sched.lastTick(),
 		Read: state.MakeValueState[string]("etag"), Gone: timers.InEventTime("gone")}
 	descriptors, events := beam.ParDo2(s, w, listed)
 	byRefresh := beam.WindowInto(s, window.NewFixedWindows(interval), events)
 	beam.ParDo0(s, &logRefreshFn{Where: "s3://" + cfg.Bucket + "/" + cfg.Prefix}, beam.Combine(s, &summarizeRefresh{}, byRefresh))
-	return ReadSplitsWithFailures(s, cfg, descriptors)
+	return readSplits(s, cfg, descriptors, false)
 }
 
 // refreshScheduleFn starts the refresh schedule when the job starts, not when the pipeline

@@ -385,9 +385,13 @@ func (p *planner) storedPlain(ctx context.Context, bucket string, o Member) bool
 //
 // It panics if cfg does not validate.
 func Plan(s beam.Scope, cfg Config) beam.PCollection {
-	mustValidate(cfg)
+	return planPrefix(s, prepare(cfg))
+}
+
+// planPrefix plans cfg's bucket and prefix; cfg is prepared.
+func planPrefix(s beam.Scope, cfg Config) beam.PCollection {
 	s = s.Scope("s3io.Plan")
-	return PlanAll(s, cfg, beam.Create(s, "s3://"+cfg.Bucket+"/"+cfg.Prefix))
+	return planAll(s, cfg, beam.Create(s, "s3://"+cfg.Bucket+"/"+cfg.Prefix))
 }
 
 // PlanAll plans every s3://bucket/prefix URL of a PCollection<string> as Plan plans
@@ -397,20 +401,10 @@ func Plan(s beam.Scope, cfg Config) beam.PCollection {
 //
 // It panics if cfg does not validate.
 func PlanAll(s beam.Scope, cfg Config, urls beam.PCollection) beam.PCollection {
-	s = s.Scope("s3io.PlanAll")
-	return beam.ParDo(s, &planFn{Cfg: readingConfig(cfg)}, urls)
+	return planAll(s, readingConfig(cfg), urls)
 }
 
-func mustValidate(cfg Config) {
-	if err := cfg.Validate(); err != nil {
-		panic(err)
-	}
-}
-
-// readingConfig validates and defaults cfg for transforms whose input names the buckets.
-func readingConfig(cfg Config) Config {
-	if err := cfg.validateReading(); err != nil {
-		panic(err)
-	}
-	return cfg.withDefaults()
+// planAll plans the URLs; cfg is prepared.
+func planAll(s beam.Scope, cfg Config, urls beam.PCollection) beam.PCollection {
+	return beam.ParDo(s.Scope("s3io.PlanAll"), &planFn{Cfg: cfg}, urls)
 }

@@ -48,7 +48,9 @@ func unpackPosition(v int64) position {
 // restriction is the half-open range [Start, End) of positions of one split descriptor that a
 // reader owns. Record counts are unknown until objects are read, so an End of (m, 0) means
 // "every record of members before m", and (m, r) with r > 0 additionally owns the first r
-// records of member m.
+// records of member m. Its fields, and those of position and resumeHint, are exported
+// because Beam encodes a restriction with a schema coder built from exported fields; the
+// types are not, since only the runner and this package handle them.
 type restriction struct {
 	Start, End position
 	// Sizes holds the byte weight the range owns of each member it touches, from

@@ -62,8 +62,8 @@ var (
 	s3Region   = flag.String("s3-region", "", "the bucket's AWS region; empty takes it from the AWS configuration (AWS_REGION, profile)")
 	pathStyle  = flag.Bool("path-style", false, "address the bucket as endpoint/bucket, as most S3-compatible services need")
 	framer     = flag.String("framer", "ndjson", "s3io framer that cuts objects into records: ndjson, lines or u32be")
-	records    = flag.Int64("records", 300000, "how many events to seed the embedded S3 server with (without --bucket)")
-	output     = flag.String("output", "", "file to write the per-type counts to; empty writes to a fresh temporary directory")
+	records    = flag.Int64("records", 300000, "how many sample events to seed the embedded S3 server with (only without --bucket); fewer run faster")
+	output     = flag.String("output", "", "where to write the per-type counts, as \"type<TAB>count\" lines (textio: a local path, or a gs:// path the workers of a remote runner can write); empty: counts.tsv in a new directory under $TMPDIR, printed at the end")
 )
 
 // backfillNamespace holds this program's own counters, apart from s3io's.
@@ -105,6 +105,7 @@ func formatCount(eventType string, count int) string {
 var errMismatch = errors.New("per-type counts differ from what was seeded")
 
 func main() {
+	flag.Usage = usage // the demo and its own flags before Beam's
 	flag.Parse()
 	// beam.Init must come before any other work: in a worker process it takes over here and
 	// never returns.
