@@ -30,14 +30,6 @@ func init() {
 	beam.RegisterType(reflect.TypeOf((*refreshSummary)(nil)).Elem())
 }
 
-var (
-	metricRefreshes        = beam.NewCounter(MetricsNamespace, "refreshes")
-	metricObjectsNew       = beam.NewCounter(MetricsNamespace, "objects_new")
-	metricObjectsChanged   = beam.NewCounter(MetricsNamespace, "objects_changed")
-	metricObjectsUnchanged = beam.NewCounter(MetricsNamespace, "objects_unchanged")
-	metricObjectsGone      = beam.NewCounter(MetricsNamespace, "objects_gone")
-)
-
 // ReadContinuously watches cfg.Bucket and cfg.Prefix: it lists them every interval until
 // end (the zero time: until the job is cancelled or drained) and reads each object version
 // (key, ETag) once. New keys and overwritten objects are read when a refresh finds them;

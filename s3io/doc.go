@@ -9,7 +9,7 @@
 //
 //   - Plan once. Plan lists the prefix on a worker with Config.ListParallelism LIST
 //     requests in flight (the keyspace cut at folders and at points spread over the keys'
-//     alphabet), hands the keys to the packer in key order and packs whole objects into
+//     alphabet), hands the keys to the packer in key order and packs objects into
 //     SplitDescriptors of Config.SplitTargetBytes on average (64 MiB by default), emitted
 //     as their key range is listed, so planner memory does not grow with the prefix. A
 //     descriptor carries each member's key, size and ETag, and an ID that digests them

@@ -15,11 +15,6 @@ func init() {
 	register.Iter1[int]()
 }
 
-var (
-	metricSplitsAlreadyRead = beam.NewCounter(MetricsNamespace, "splits_already_read")
-	metricSplitsLeft        = beam.NewCounter(MetricsNamespace, "splits_left")
-)
-
 // Except returns the descriptors of a PCollection<SplitDescriptor> whose ID is not in
 // doneIDs, a PCollection<string> of the IDs of splits already read. It is how a re-run reads
 // only what an earlier run did not: because packing is content-defined, a replan of a prefix

@@ -24,6 +24,11 @@ import "github.com/apache/beam/sdks/v2/go/pkg/beam"
 //	objects_failed                   objects quarantined (each a Failure)
 //	objects_failed_<reason>          the same by reason: deleted, overwritten, corrupt,
 //	                                 record_too_large, unreadable, archived
+//	splits_already_read, splits_left what Except dropped as done, and kept
+//	refreshes                        listings made by ReadContinuously
+//	objects_new, objects_changed     what its refreshes found: keys not read before, and keys
+//	                                 whose ETag differs from the version read
+//	objects_unchanged, objects_gone  versions already read, and keys a refresh no longer listed
 //
 // Counters are flushed once per object read rather than per record: a Beam counter update
 // costs a lookup, and a runner commits counters per bundle anyway.
@@ -60,4 +65,17 @@ var (
 		}
 		return m
 	}()
+)
+
+var (
+	metricSplitsAlreadyRead = beam.NewCounter(MetricsNamespace, "splits_already_read")
+	metricSplitsLeft        = beam.NewCounter(MetricsNamespace, "splits_left")
+)
+
+var (
+	metricRefreshes        = beam.NewCounter(MetricsNamespace, "refreshes")
+	metricObjectsNew       = beam.NewCounter(MetricsNamespace, "objects_new")
+	metricObjectsChanged   = beam.NewCounter(MetricsNamespace, "objects_changed")
+	metricObjectsUnchanged = beam.NewCounter(MetricsNamespace, "objects_unchanged")
+	metricObjectsGone      = beam.NewCounter(MetricsNamespace, "objects_gone")
 )

@@ -1,19 +1,19 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"runtime"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -21,13 +21,12 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/s3/types"
-	"github.com/klauspost/compress/gzip"
-	"github.com/klauspost/compress/zstd"
+
+	"github.com/spate-io/beam-s3/internal/s3test"
 )
 
-// generatorVersion changes whenever the record content or the object layout changes, so a
-// data directory filled by an older generator is regenerated instead of being measured
-// against expectations it no longer meets.
+// generatorVersion changes whenever the record content or the object layout changes; it is
+// part of the bucket name, so data from an older generator is never measured.
 const generatorVersion = 1
 
 // The formats of the main dataset, each under a prefix of its own name, and the prefixes
@@ -36,184 +35,221 @@ const (
 	formatPlain  = "plain"
 	formatGzip   = "gzip"
 	formatZstd   = "zstd"
-	prefixBig    = "big"    // one large plain object, for the memory check
-	prefixSmall  = "small"  // many small plain objects (--small), where request latency dominates
+	prefixBig    = "big"    // one 2 GiB plain object (--big)
+	prefixSmall  = "small"  // many 64 KiB plain objects (--small), where request latency dominates
 	prefixEmpty  = "empty"  // never written: the idle pipeline lists it and finds nothing
 	prefixMemory = "memory" // never written: the floor's records, generated in its own memory
 )
 
-var allFormats = []string{formatPlain, formatGzip, formatZstd}
-
-// extension is the key suffix of each format; s3io and the loop pick the decompressor by it,
-// as most S3 log layouts require.
-var extension = map[string]string{
-	formatPlain: ".ndjson",
-	formatGzip:  ".ndjson.gz",
-	formatZstd:  ".ndjson.zst",
-	prefixBig:   ".ndjson",
-	prefixSmall: ".ndjson",
+// objectKey names object i of prefix; s3io and the loop pick the decompressor by the suffix.
+func objectKey(prefix string, i int) string {
+	ext := map[string]string{formatGzip: ".ndjson.gz", formatZstd: ".ndjson.zst"}[prefix]
+	return fmt.Sprintf("%s/part-%05d%s", prefix, i, cmp.Or(ext, ".ndjson"))
 }
 
-// datasetParams are the flags that determine the dataset's content. The bucket name is
-// derived from them, so datasets of different shapes live side by side in one data
-// directory and re-running with the same flags finds its own.
-type datasetParams struct {
-	Generator  int   `json:"generator"`
-	Size       int64 `json:"size"`
-	ObjectSize int64 `json:"object_size"`
-	RecordSize int   `json:"record_size"`
-}
-
-func (p datasetParams) bucket() string {
-	h := sha256.Sum256(fmt.Appendf(nil, "s3io-bench/%d/%d/%d/%d", p.Generator, p.Size, p.ObjectSize, p.RecordSize))
+// bucketName is derived from the dataset's sizes, so datasets of different sizes live side by
+// side in one data directory.
+func bucketName(size, objectSize int64) string {
+	h := sha256.Sum256(fmt.Appendf(nil, "s3io-bench/%d/%d/%d/%d", generatorVersion, size, objectSize, recordSize))
 	return "s3io-bench-" + hex.EncodeToString(h[:4])
 }
 
-// objectInfo is one stored object and what reading it must yield.
-type objectInfo struct {
-	Key     string `json:"key"`
-	Stored  int64  `json:"stored"`  // bytes as stored in S3
-	Records int64  `json:"records"` // NDJSON records in it
-	Bytes   int64  `json:"bytes"`   // decompressed bytes, newlines included
+// prefixData is what one prefix holds: every run's count is compared with Records and
+// DecompressedBytes. The manifest, a JSON file beside the server's directory, keeps it
+// between invocations, so that a re-run skips generation.
+type prefixData struct {
+	TargetBytes       int64 `json:"target_bytes"` // the size it was generated for
+	Records           int64 `json:"records"`
+	DecompressedBytes int64 `json:"decompressed_bytes"` // newlines included
+	StoredBytes       int64 `json:"stored_bytes"`
+	objects           int
 }
 
-// prefixManifest records the exact expectations for one prefix: the benchmark compares
-// every run's count against Records and Bytes.
-type prefixManifest struct {
-	Prefix            string       `json:"prefix"`
-	TargetBytes       int64        `json:"target_bytes"` // the size flag it was generated for
-	Objects           []objectInfo `json:"objects"`
-	Records           int64        `json:"records"`
-	DecompressedBytes int64        `json:"decompressed_bytes"`
-	StoredBytes       int64        `json:"stored_bytes"`
-	GeneratedAt       time.Time    `json:"generated_at"`
-	GenerateSeconds   float64      `json:"generate_seconds"`
-}
-
-// manifest is the JSON file beside the server's directory that makes a re-run with the same
-// flags skip generation and upload.
 type manifest struct {
-	Params   datasetParams              `json:"params"`
-	Bucket   string                     `json:"bucket"`
-	Prefixes map[string]*prefixManifest `json:"prefixes"`
+	Prefixes map[string]*prefixData `json:"prefixes"`
 }
 
-func manifestPath(dataDir, bucket string) string {
-	return filepath.Join(dataDir, bucket+".manifest.json")
+// layout is how the objects of some prefixes are generated: the formats hold the same
+// records; big/'s are those of an object index past the main dataset's, so they differ.
+type layout struct {
+	prefixes         []string
+	size, objectSize int64
+	firstObject      int64
 }
 
-func loadManifest(dataDir string, params datasetParams) (*manifest, error) {
-	bucket := params.bucket()
-	m := &manifest{Params: params, Bucket: bucket, Prefixes: map[string]*prefixManifest{}}
-	data, err := os.ReadFile(manifestPath(dataDir, bucket))
-	if errors.Is(err, os.ErrNotExist) {
-		return m, nil
+// prepareData makes sure the server holds every prefix the runs read, generating and
+// uploading the prefixes whose objects differ from the manifest.
+func (b *benchRun) prepareData(ctx context.Context) error {
+	o, client := b.opts, b.gw.Client()
+	path := filepath.Join(o.dataDir, b.bucket+".manifest.json")
+	var m manifest
+	if data, err := os.ReadFile(path); err == nil {
+		json.Unmarshal(data, &m) // an unreadable manifest means regenerating
 	}
-	if err != nil {
-		return nil, fmt.Errorf("read manifest: %w", err)
+	if b.data = m.Prefixes; b.data == nil {
+		b.data = map[string]*prefixData{}
 	}
-	var old manifest
-	if err := json.Unmarshal(data, &old); err != nil {
-		return nil, fmt.Errorf("manifest %s is not valid JSON (delete it to regenerate): %w", manifestPath(dataDir, bucket), err)
+	if _, err := client.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: aws.String(b.bucket)}); err != nil {
+		var owned *types.BucketAlreadyOwnedByYou
+		if !errors.As(err, &owned) {
+			return fmt.Errorf("create bucket %s: %w", b.bucket, err)
+		}
 	}
-	if old.Params != params || old.Bucket != bucket {
-		return m, nil // another generator version: start afresh
+	layouts := []layout{{o.formats, o.size, o.objectSize, 0}}
+	if o.small {
+		layouts = append(layouts, layout{[]string{prefixSmall}, int64(o.smallCount) * smallSize, smallSize, 0})
 	}
-	if old.Prefixes != nil {
-		m.Prefixes = old.Prefixes
+	if o.big {
+		layouts = append(layouts, layout{[]string{prefixBig}, bigSize, bigSize, 100_000})
 	}
-	return m, nil
-}
-
-// save writes the manifest atomically, so an interrupted generation never leaves a manifest
-// that claims objects which were not uploaded.
-func (m *manifest) save(dataDir string) error {
-	data, err := json.MarshalIndent(m, "", "  ")
-	if err != nil {
-		return err
+	start := time.Now()
+	for _, l := range layouts {
+		var stale []string
+		for _, p := range l.prefixes {
+			ok, err := b.upToDate(ctx, client, p, l)
+			if err != nil {
+				return err
+			}
+			if !ok {
+				stale = append(stale, p)
+			}
+		}
+		if len(stale) == 0 {
+			continue
+		}
+		fmt.Fprintf(os.Stderr, "generating %.1f MiB of NDJSON in objects of up to %.1f MiB under %s/\n", float64(l.size)/(1<<20), float64(l.objectSize)/(1<<20), strings.Join(stale, "/, "))
+		if err := b.generate(ctx, client, stale, l); err != nil {
+			return fmt.Errorf("generate %s: %w", strings.Join(stale, ", "), err)
+		}
+		data, _ := json.MarshalIndent(manifest{b.data}, "", "  ")
+		if err := os.WriteFile(path, data, 0o644); err != nil {
+			return err
+		}
+		b.generated = append(b.generated, stale...)
 	}
-	path := manifestPath(dataDir, m.Bucket)
-	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, data, 0o644); err != nil {
-		return fmt.Errorf("write manifest: %w", err)
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		return fmt.Errorf("write manifest: %w", err)
-	}
+	b.genTime = time.Since(start)
+	fmt.Fprintf(os.Stderr, "dataset s3://%s in %s: %s\n", b.bucket, o.dataDir, b.datasetState())
 	return nil
 }
 
-// storedObjects lists prefix/ and returns each key's size.
-func storedObjects(ctx context.Context, client *s3.Client, bucket, prefix string) (map[string]int64, error) {
-	out := map[string]int64{}
+// upToDate reports whether the server holds l's objects under prefix, with the bytes the
+// manifest says were stored: the manifest alone is not trusted, the server's directory may
+// have been cleaned separately.
+func (b *benchRun) upToDate(ctx context.Context, client *s3.Client, prefix string, l layout) (bool, error) {
+	objects, err := list(ctx, client, b.bucket, prefix)
+	var stored int64
+	for _, o := range objects {
+		stored += aws.ToInt64(o.Size)
+	}
+	d, n := b.data[prefix], objectCount(l.size, l.objectSize)
+	if err != nil || d == nil || d.TargetBytes != l.size || len(objects) != n || stored != d.StoredBytes {
+		return false, err
+	}
+	d.objects = n
+	return true, nil
+}
+
+// list lists prefix/.
+func list(ctx context.Context, client *s3.Client, bucket, prefix string) ([]types.Object, error) {
+	var out []types.Object
 	pages := s3.NewListObjectsV2Paginator(client, &s3.ListObjectsV2Input{Bucket: aws.String(bucket), Prefix: aws.String(prefix + "/")})
 	for pages.HasMorePages() {
 		page, err := pages.NextPage(ctx)
 		if err != nil {
 			return nil, fmt.Errorf("list s3://%s/%s/: %w", bucket, prefix, err)
 		}
-		for _, o := range page.Contents {
-			out[aws.ToString(o.Key)] = aws.ToInt64(o.Size)
-		}
+		out = append(out, page.Contents...)
 	}
 	return out, nil
 }
 
-// upToDate reports whether the manifest lists objects objects of target bytes in all for
-// prefix, and the server holds exactly those objects, with their sizes: a manifest alone is
-// not trusted, since the server's directory may have been cleaned separately.
-func upToDate(ctx context.Context, client *s3.Client, m *manifest, prefix string, target int64, objects int) (bool, error) {
-	pm := m.Prefixes[prefix]
-	if pm == nil || pm.TargetBytes != target || len(pm.Objects) != objects {
-		return false, nil
-	}
-	stored, err := storedObjects(ctx, client, m.Bucket, prefix)
-	if err != nil {
-		return false, err
-	}
-	if len(stored) != len(pm.Objects) {
-		return false, nil
-	}
-	for _, o := range pm.Objects {
-		if size, ok := stored[o.Key]; !ok || size != o.Stored {
-			return false, nil
+// generate uploads l's objects under each of prefixes, the same records under each,
+// compressed at the default levels under gzip/ and zstd/, GOMAXPROCS objects at a time.
+func (b *benchRun) generate(ctx context.Context, client *s3.Client, prefixes []string, l layout) error {
+	for _, prefix := range prefixes { // what is there was generated for other sizes, or partly
+		objects, err := list(ctx, client, b.bucket, prefix)
+		for _, o := range objects {
+			if err == nil {
+				_, err = client.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: aws.String(b.bucket), Key: o.Key})
+			}
+		}
+		if err != nil {
+			return err
 		}
 	}
-	return true, nil
-}
-
-func ensureBucket(ctx context.Context, client *s3.Client, bucket string) error {
-	_, err := client.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: aws.String(bucket)})
-	var owned *types.BucketAlreadyOwnedByYou
-	var exists *types.BucketAlreadyExists
-	if err == nil || errors.As(err, &owned) || errors.As(err, &exists) {
-		return nil
-	}
-	return fmt.Errorf("create bucket %s: %w", bucket, err)
-}
-
-// removeExtra deletes objects under prefix that the new manifest does not list, left over
-// from an interrupted or differently sized generation.
-func removeExtra(ctx context.Context, client *s3.Client, bucket, prefix string, keep []objectInfo) error {
-	stored, err := storedObjects(ctx, client, bucket, prefix)
-	if err != nil {
-		return err
-	}
-	for _, o := range keep {
-		delete(stored, o.Key)
-	}
-	for key := range stored {
-		if _, err := client.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: aws.String(bucket), Key: aws.String(key)}); err != nil {
-			return fmt.Errorf("delete stale s3://%s/%s: %w", bucket, key, err)
+	started, n := time.Now(), objectCount(l.size, l.objectSize)
+	sums := make([]prefixData, len(prefixes))
+	var mu sync.Mutex
+	var done atomic.Int64
+	errs := make([]error, n)
+	forEach(n, func(i int) {
+		limit := objectLimit(i, l.size, l.objectSize)
+		plain, records := fillObject(make([]byte, 0, limit), l.firstObject+int64(i), limit)
+		for p, prefix := range prefixes {
+			body := plain
+			switch prefix {
+			case formatGzip:
+				body = s3test.Gzip(string(plain))
+			case formatZstd:
+				body = s3test.Zstd(string(plain))
+			}
+			key := objectKey(prefix, i)
+			if _, err := client.PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String(b.bucket), Key: aws.String(key), Body: bytes.NewReader(body)}); err != nil {
+				errs[i] = fmt.Errorf("upload s3://%s/%s: %w", b.bucket, key, err)
+				return
+			}
+			mu.Lock()
+			sums[p].Records, sums[p].DecompressedBytes, sums[p].StoredBytes = sums[p].Records+records, sums[p].DecompressedBytes+int64(len(plain)), sums[p].StoredBytes+int64(len(body))
+			mu.Unlock()
 		}
+		if d := int(done.Add(1)); d%max(1, n/8) == 0 || d == n {
+			fmt.Fprintf(os.Stderr, "  generated %d/%d objects (%.0fs)\n", d, n, time.Since(started).Seconds())
+		}
+	})
+	for p, prefix := range prefixes {
+		sums[p].TargetBytes, sums[p].objects = l.size, n
+		b.data[prefix] = &sums[p]
 	}
-	return nil
+	return errors.Join(append(errs, ctx.Err())...)
 }
 
-// The record generator. Record k of object obj is a pure function of (obj, k, recordSize),
-// so objects can be generated in parallel and every run of the generator produces the same
-// bytes.
+// forEach calls f(0), ..., f(n-1) on GOMAXPROCS goroutines.
+func forEach(n int, f func(i int)) {
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range min(runtime.GOMAXPROCS(0), n) {
+		wg.Go(func() {
+			for i := int(next.Add(1) - 1); i < n; i = int(next.Add(1) - 1) {
+				f(i)
+			}
+		})
+	}
+	wg.Wait()
+}
 
+// objectCount is how many objects of up to objectSize bytes hold size bytes, and objectLimit
+// the most decompressed bytes object i of them may hold.
+func objectCount(size, objectSize int64) int { return int((size + objectSize - 1) / objectSize) }
+
+func objectLimit(i int, size, objectSize int64) int64 {
+	return min(objectSize, size-int64(i)*objectSize)
+}
+
+// materialize generates the main dataset's records (every format holds the same ones) into
+// memory outside the Go heap, one slice per object: off the heap, gigabytes of records leave
+// the garbage collector's pacing as it is in a reading process, whose live heap is small.
+func materialize(size, objectSize int64) [][]byte {
+	region := offHeap(int(size))
+	objects := make([][]byte, objectCount(size, objectSize))
+	forEach(len(objects), func(i int) {
+		off, limit := int64(i)*objectSize, objectLimit(i, size, objectSize)
+		objects[i], _ = fillObject(region[off:off:off+limit], int64(i), limit)
+	})
+	return objects
+}
+
+// The record generator. Record k of object obj is a pure function of (obj, k), so objects
+// can be generated in parallel and every run of the generator produces the same bytes.
 var (
 	eventTypes = []struct {
 		name   string
@@ -222,15 +258,10 @@ var (
 	pathTemplates = []string{"/products/", "/products/reviews/", "/cart/", "/search?q=item", "/account/orders/", "/category/", "/checkout/step/", "/help/articles/"}
 	// padWords give the padding field text-like redundancy: random bytes would not compress
 	// at all, a repeated byte would compress absurdly well; log payloads sit in between.
-	padWords = []string{
-		"alpha", "bravo", "charlie", "delta", "echo", "foxtrot", "golf", "hotel", "india", "juliet",
-		"kilo", "lima", "mike", "november", "oscar", "papa", "quebec", "romeo", "sierra", "tango",
-		"uniform", "victor", "whiskey", "xray", "yankee", "zulu", "amber", "basalt", "cobalt", "dune",
-		"ember", "fjord", "granite", "harbor", "iris", "jade", "kelp", "lagoon", "meadow", "nickel",
-		"onyx", "pebble", "quartz", "river", "slate", "timber", "umber", "valley", "willow", "yarrow",
-		"zephyr", "acorn", "birch", "cedar", "dahlia", "elm", "fern", "grove", "hazel", "ivy",
-		"juniper", "laurel", "maple", "oak",
-	}
+	padWords = strings.Fields(`alpha bravo charlie delta echo foxtrot golf hotel india juliet kilo lima mike november
+		oscar papa quebec romeo sierra tango uniform victor whiskey xray yankee zulu amber basalt cobalt dune ember fjord
+		granite harbor iris jade kelp lagoon meadow nickel onyx pebble quartz river slate timber umber valley willow yarrow
+		zephyr acorn birch cedar dahlia elm fern grove hazel ivy juniper laurel maple oak`)
 	baseTime = time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC).UnixMilli()
 )
 
@@ -244,7 +275,7 @@ func splitmix64(x uint64) uint64 {
 
 // appendRecord appends record k of object obj and its newline to dst. Its length is
 // recordSize ± 16 bytes (at least the fixed fields), averaging recordSize.
-func appendRecord(dst []byte, obj, k int64, recordSize int) []byte {
+func appendRecord(dst []byte, obj, k int64) []byte {
 	r := splitmix64(uint64(obj)<<32 ^ uint64(k))
 	start := len(dst)
 	dst = append(dst, `{"ts":"`...)
@@ -264,16 +295,13 @@ func appendRecord(dst []byte, obj, k int64, recordSize int) []byte {
 	dst = append(dst, pathTemplates[(r>>24)%uint64(len(pathTemplates))]...)
 	dst = strconv.AppendUint(dst, (r>>32)%10_000, 10)
 	dst = append(dst, `","pad":"`...)
-	target := recordSize + int((r>>48)%33) - 16
-	padLen := target - (len(dst) - start) - len("\"}\n")
-	s := r
-	for p := 0; p < padLen; {
+	padLen := recordSize + int((r>>48)%33) - 16 - (len(dst) - start) - len("\"}\n")
+	for p, s := 0, r; p < padLen; {
 		s = splitmix64(s)
 		word := padWords[s%uint64(len(padWords))]
 		n := min(len(word), padLen-p)
 		dst = append(dst, word[:n]...)
-		p += n
-		if p < padLen {
+		if p += n; p < padLen {
 			dst = append(dst, '-')
 			p++
 		}
@@ -281,195 +309,15 @@ func appendRecord(dst []byte, obj, k int64, recordSize int) []byte {
 	return append(dst, "\"}\n"...)
 }
 
-// fillObject appends whole records of object obj to dst (reset) while they fit in limit
-// bytes, and returns the object and its record count. An object always holds at least one
-// record.
-func fillObject(dst []byte, obj int64, limit int64, recordSize int) ([]byte, int64) {
-	dst = dst[:0]
-	var scratch []byte
-	var k int64
-	for {
-		scratch = appendRecord(scratch[:0], obj, k, recordSize)
-		if k > 0 && int64(len(dst)+len(scratch)) > limit {
+// fillObject appends whole records of object obj to dst while they fit in limit bytes, and
+// returns them and their count. An object always holds at least one record.
+func fillObject(dst []byte, obj int64, limit int64) ([]byte, int64) {
+	var rec []byte
+	for k := int64(0); ; k++ {
+		rec = appendRecord(rec[:0], obj, k)
+		if k > 0 && int64(len(dst)+len(rec)) > limit {
 			return dst, k
 		}
-		dst = append(dst, scratch...)
-		k++
+		dst = append(dst, rec...)
 	}
-}
-
-// objectCount is how many objects of up to objectSize bytes hold size bytes.
-func objectCount(size, objectSize int64) int { return int((size + objectSize - 1) / objectSize) }
-
-// objectLimit is the most decompressed bytes object i of a size-byte dataset may hold.
-func objectLimit(i int, size, objectSize int64) int64 {
-	return min(objectSize, size-int64(i)*objectSize)
-}
-
-// generate generates objectCount(size, objectSize) objects of up to objectSize decompressed
-// bytes under each of prefixes (a format's, or small/, which is plain), the same records
-// under every prefix, with up to GOMAXPROCS objects generated, compressed and uploaded at
-// once.
-func generate(ctx context.Context, client *s3.Client, m *manifest, prefixes []string, size, objectSize int64, progress io.Writer) error {
-	started := time.Now()
-	nObjects := objectCount(size, objectSize)
-	type result struct {
-		infos map[string]objectInfo
-		err   error
-	}
-	results := make([]result, nObjects)
-	jobs := make(chan int)
-	var wg sync.WaitGroup
-	var mu sync.Mutex
-	done := 0
-	workers := min(runtime.GOMAXPROCS(0), nObjects)
-	for w := 0; w < workers; w++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			var plain, packed []byte
-			var gzBuf bytes.Buffer
-			gz, _ := gzip.NewWriterLevel(&gzBuf, gzip.DefaultCompression) // fails only on an invalid level
-			zs, err := zstd.NewWriter(nil, zstd.WithEncoderLevel(zstd.SpeedDefault), zstd.WithEncoderConcurrency(1))
-			if err != nil {
-				panic(err) // only invalid options fail here
-			}
-			defer zs.Close()
-			for i := range jobs {
-				var records int64
-				plain, records = fillObject(plain, int64(i), objectLimit(i, size, objectSize), m.Params.RecordSize)
-				infos := map[string]objectInfo{}
-				for _, f := range prefixes {
-					body := plain
-					switch f {
-					case formatGzip:
-						gzBuf.Reset()
-						gz.Reset(&gzBuf)
-						gz.Write(plain)
-						if err := gz.Close(); err != nil {
-							results[i].err = fmt.Errorf("gzip object %d: %w", i, err)
-							continue
-						}
-						body = gzBuf.Bytes()
-					case formatZstd:
-						packed = zs.EncodeAll(plain, packed[:0])
-						body = packed
-					}
-					key := fmt.Sprintf("%s/part-%05d%s", f, i, extension[f])
-					if _, err := client.PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String(m.Bucket), Key: aws.String(key), Body: bytes.NewReader(body)}); err != nil {
-						results[i].err = fmt.Errorf("upload s3://%s/%s: %w", m.Bucket, key, err)
-						continue
-					}
-					infos[f] = objectInfo{Key: key, Stored: int64(len(body)), Records: records, Bytes: int64(len(plain))}
-				}
-				results[i].infos = infos
-				mu.Lock()
-				done++
-				if done%max(1, nObjects/8) == 0 || done == nObjects {
-					fmt.Fprintf(progress, "  generated %d/%d objects in %s (%.0fs)\n", done, nObjects, formatList(prefixes), time.Since(started).Seconds())
-				}
-				mu.Unlock()
-			}
-		}()
-	}
-feed:
-	for i := 0; i < nObjects; i++ {
-		select {
-		case jobs <- i:
-		case <-ctx.Done():
-			break feed
-		}
-	}
-	close(jobs)
-	wg.Wait()
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	for _, r := range results {
-		if r.err != nil {
-			return r.err
-		}
-	}
-	for _, f := range prefixes {
-		pm := &prefixManifest{Prefix: f, TargetBytes: size, GeneratedAt: time.Now().UTC(), GenerateSeconds: time.Since(started).Seconds()}
-		for _, r := range results {
-			o := r.infos[f]
-			pm.Objects = append(pm.Objects, o)
-			pm.Records += o.Records
-			pm.DecompressedBytes += o.Bytes
-			pm.StoredBytes += o.Stored
-		}
-		if err := removeExtra(ctx, client, m.Bucket, f, pm.Objects); err != nil {
-			return err
-		}
-		m.Prefixes[f] = pm
-	}
-	return nil
-}
-
-// materialize generates the records of the main dataset (every format holds the same ones)
-// into memory outside the Go heap, one slice per object, GOMAXPROCS objects at a time. Off
-// the heap, gigabytes of records leave the garbage collector's pacing as it is in a reading
-// process, whose live heap is small.
-func materialize(size, objectSize int64, recordSize int) [][]byte {
-	region := offHeap(int(size))
-	objects := make([][]byte, objectCount(size, objectSize))
-	var next atomic.Int64
-	var wg sync.WaitGroup
-	for range min(runtime.GOMAXPROCS(0), len(objects)) {
-		wg.Go(func() {
-			for i := int(next.Add(1) - 1); i < len(objects); i = int(next.Add(1) - 1) {
-				off, limit := int64(i)*objectSize, objectLimit(i, size, objectSize)
-				objects[i], _ = fillObject(region[off:off:off+limit], int64(i), limit, recordSize)
-			}
-		})
-	}
-	wg.Wait()
-	return objects
-}
-
-// generateBig writes one plain NDJSON object of about size bytes to a temporary file in
-// tmpDir and uploads it as big/part-00000.ndjson: too large to hold in memory while
-// uploading, and the file lets the SDK sign the seekable body.
-func generateBig(ctx context.Context, client *s3.Client, m *manifest, size int64, tmpDir string) error {
-	started := time.Now()
-	if err := os.MkdirAll(tmpDir, 0o755); err != nil {
-		return err
-	}
-	f, err := os.CreateTemp(tmpDir, "big-*.ndjson")
-	if err != nil {
-		return fmt.Errorf("big object temporary file: %w", err)
-	}
-	defer os.Remove(f.Name())
-	defer f.Close()
-	w := bufio.NewWriterSize(f, 4<<20)
-	var rec []byte
-	var records, written int64
-	const bigObject = 100_000 // an object index past the main dataset's, so its records differ
-	for written < size {
-		rec = appendRecord(rec[:0], bigObject, records, m.Params.RecordSize)
-		if records > 0 && written+int64(len(rec)) > size {
-			break
-		}
-		w.Write(rec)
-		written += int64(len(rec))
-		records++
-	}
-	if err := w.Flush(); err != nil {
-		return fmt.Errorf("write %s: %w", f.Name(), err)
-	}
-	if _, err := f.Seek(0, io.SeekStart); err != nil {
-		return err
-	}
-	key := prefixBig + "/part-00000" + extension[prefixBig]
-	if _, err := client.PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String(m.Bucket), Key: aws.String(key), Body: f}); err != nil {
-		return fmt.Errorf("upload s3://%s/%s (%d bytes): %w", m.Bucket, key, written, err)
-	}
-	objs := []objectInfo{{Key: key, Stored: written, Records: records, Bytes: written}}
-	if err := removeExtra(ctx, client, m.Bucket, prefixBig, objs); err != nil {
-		return err
-	}
-	m.Prefixes[prefixBig] = &prefixManifest{Prefix: prefixBig, TargetBytes: size, Objects: objs, Records: records,
-		DecompressedBytes: written, StoredBytes: written, GeneratedAt: time.Now().UTC(), GenerateSeconds: time.Since(started).Seconds()}
-	return nil
 }
