@@ -50,9 +50,8 @@ func (m Member) weight() int64 {
 	return end - start
 }
 
-// SplitDescriptor is one unit of planned work: a batch of objects (or one segment of a large
-// one), self-contained so
-// that readers never list. It is the element type of the PCollection Plan returns.
+// SplitDescriptor is one unit of planned work: a batch of objects (or one segment of a
+// large one), self-contained so that readers never list. It is the element type of the PCollection Plan returns.
 type SplitDescriptor struct {
 	// ID is SplitID(Bucket, Members): equal descriptors have equal IDs across replans, and a
 	// changed object (new ETag) changes the ID of the split it falls in.
