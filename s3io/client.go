@@ -15,6 +15,7 @@ import (
 	awsconfig "github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/smithy-go/middleware"
+	smithyhttp "github.com/aws/smithy-go/transport/http"
 )
 
 // retryMaxBackoff caps the wait between two attempts at one request or one body resume.
@@ -57,10 +58,25 @@ func newClient(ctx context.Context, cfg Config) (*s3.Client, error) {
 			o.BaseEndpoint = aws.String(cfg.Endpoint)
 		}
 		o.UsePathStyle = cfg.UsePathStyle
+		o.APIOptions = append(o.APIOptions, accountHeaders(cfg)...)
 		if limiter != nil {
 			o.APIOptions = append(o.APIOptions, limiter.addTo)
 		}
 	}), nil
+}
+
+// accountHeaders decorates every request the client sends, LIST and GET alike, with the
+// account settings of cfg. They are headers rather than input fields so that no request
+// can be built without them.
+func accountHeaders(cfg Config) []func(*middleware.Stack) error {
+	var hs []func(*middleware.Stack) error
+	if cfg.ExpectedBucketOwner != "" {
+		hs = append(hs, smithyhttp.SetHeaderValue("X-Amz-Expected-Bucket-Owner", cfg.ExpectedBucketOwner))
+	}
+	if cfg.RequesterPays {
+		hs = append(hs, smithyhttp.SetHeaderValue("X-Amz-Request-Payer", "requester"))
+	}
+	return hs
 }
 
 // workers holds what the clients of one worker process share, whatever DoFn instance built

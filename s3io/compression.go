@@ -48,20 +48,33 @@ type decompressors struct {
 	zs *zstd.Decoder
 }
 
+// magicLen is how many leading bytes tell the compressions apart.
+const magicLen = 4
+
+// sniff reads the first bytes of src and decides how the object key is compressed under
+// mode. It returns a stream of all of src's bytes, the ones read included, and whether src
+// is empty. The planner's probe of an object and the reader's decoding use it alike, so
+// they cannot disagree on what an object holds.
+func sniff(mode Compression, key string, src io.Reader) (comp Compression, stream io.Reader, empty bool, err error) {
+	head := make([]byte, magicLen)
+	n, err := io.ReadFull(src, head)
+	switch {
+	case err == io.EOF:
+		return CompressionNone, bytes.NewReader(nil), true, nil
+	case err != nil && err != io.ErrUnexpectedEOF:
+		return "", nil, false, err
+	}
+	return compressionFor(mode, key, head[:n]), io.MultiReader(bytes.NewReader(head[:n]), src), false, nil
+}
+
 // open returns the decompressed stream of an object and the compression it found. An object
 // with no bytes is an empty stream whatever its name says: empty .gz files are common where
 // a log rotated idle.
 func (d *decompressors) open(mode Compression, key string, src io.Reader) (io.Reader, Compression, error) {
-	var head [4]byte
-	n, err := io.ReadFull(src, head[:])
-	switch {
-	case err == io.EOF:
-		return bytes.NewReader(nil), CompressionNone, nil
-	case err != nil && err != io.ErrUnexpectedEOF:
-		return nil, "", err
+	comp, src, empty, err := sniff(mode, key, src)
+	if err != nil || empty {
+		return src, comp, err
 	}
-	src = io.MultiReader(bytes.NewReader(head[:n]), src)
-	comp := compressionFor(mode, key, head[:n])
 	switch comp {
 	case CompressionGzip:
 		if d.gz == nil {

@@ -23,6 +23,36 @@ import (
 // from the next byte, pinned like the first.
 const bodyResumeBackoff = 100 * time.Millisecond
 
+// pinnedGets makes the pinned reads of one bucket: it owns the client and the settings every
+// such read follows, so that no read can be started with a setting missing.
+type pinnedGets struct {
+	client          *s3.Client
+	bucket          string
+	readTimeout     time.Duration // see Config.ReadTimeout
+	maxAttempts     int           // see Config.MaxAttempts; bounds body resumes
+	verifyChecksums bool          // see Config.VerifyChecksums
+}
+
+func newPinnedGets(client *s3.Client, cfg *Config, bucket string) *pinnedGets {
+	return &pinnedGets{client: client, bucket: bucket, readTimeout: cfg.ReadTimeout,
+		maxAttempts: cfg.MaxAttempts, verifyChecksums: cfg.VerifyChecksums}
+}
+
+// open returns a reader of the bytes [pos, end) of member, in one request unless its body
+// breaks.
+func (g *pinnedGets) open(ctx context.Context, member Member, pos, end int64) *pinnedReader {
+	return &pinnedReader{ctx: ctx, g: g, member: member, pos: pos, end: end}
+}
+
+// openWindowed returns a reader of the bytes [pos, end) of member whose first request ends
+// at firstLimit, and whose later ones cover window bytes each: a segment needs its own
+// range plus the tail of the record that straddles its end, not the rest of the object.
+func (g *pinnedGets) openWindowed(ctx context.Context, member Member, pos, end, firstLimit, window int64) *pinnedReader {
+	r := g.open(ctx, member, pos, end)
+	r.firstLimit, r.window = firstLimit, window
+	return r
+}
+
 // pinnedReader streams the bytes [pos, end) of one object as it was when planned: every GET
 // carries If-Match: <planned ETag>, so an object overwritten since planning fails with 412
 // PreconditionFailed instead of splicing new bytes into the output, and a deleted one with
@@ -30,23 +60,20 @@ const bodyResumeBackoff = 100 * time.Millisecond
 // resumed where it broke.
 type pinnedReader struct {
 	ctx    context.Context
-	client *s3.Client
-	cfg    *Config
-	bucket string
+	g      *pinnedGets
 	member Member
 
 	pos int64 // object offset of the next byte Read returns
-	end int64 // object offset where the read stops: the object's size
+	end int64 // object offset where the read stops
 
 	// firstLimit, when > 0, ends the first request there instead of at end, and later
-	// requests cover window bytes each: a segment needs its own range plus the tail of the
-	// record that straddles its end, not the rest of the object.
+	// requests cover window bytes each (see openWindowed).
 	firstLimit int64
 	window     int64
 
 	body     io.ReadCloser
 	cancel   context.CancelFunc // ends the current request
-	stall    *time.Timer        // fires when the body sends nothing for cfg.ReadTimeout
+	stall    *time.Timer        // fires when the body sends nothing for the read timeout
 	timedOut atomic.Bool
 	reqEnd   int64 // end of the current request's range
 	gets     int   // GET requests made
@@ -57,26 +84,20 @@ type pinnedReader struct {
 // request issues a pinned GET for [r.pos, limit).
 func (r *pinnedReader) request(limit int64) error {
 	in := &s3.GetObjectInput{
-		Bucket:  aws.String(r.bucket),
+		Bucket:  aws.String(r.g.bucket),
 		Key:     aws.String(r.member.Key),
 		IfMatch: aws.String(r.member.ETag),
-	}
-	if r.cfg.ExpectedBucketOwner != "" {
-		in.ExpectedBucketOwner = aws.String(r.cfg.ExpectedBucketOwner)
-	}
-	if r.cfg.RequesterPays {
-		in.RequestPayer = types.RequestPayerRequester
 	}
 	// A whole-object GET sends no Range: S3 answers "bytes=0-" on an empty object with 416.
 	if r.pos > 0 || limit < r.member.Size {
 		in.Range = aws.String("bytes=" + strconv.FormatInt(r.pos, 10) + "-" + strconv.FormatInt(limit-1, 10))
-	} else if r.cfg.VerifyChecksums {
+	} else if r.g.verifyChecksums {
 		// Checksums cover whole objects only; a ranged GET cannot be validated.
 		in.ChecksumMode = types.ChecksumModeEnabled
 	}
 	r.gets++
 	ctx, cancel := context.WithCancel(r.ctx)
-	out, err := r.client.GetObject(ctx, in)
+	out, err := r.g.client.GetObject(ctx, in)
 	if err != nil {
 		cancel()
 		return describeS3Error(err, "pinned GET")
@@ -85,7 +106,7 @@ func (r *pinnedReader) request(limit int64) error {
 	// A body that stops sending would block Read forever: the timer ends the request, and
 	// the read error it causes is resumed like a dropped connection.
 	r.timedOut.Store(false)
-	r.stall = time.AfterFunc(r.cfg.ReadTimeout, func() {
+	r.stall = time.AfterFunc(r.g.readTimeout, func() {
 		r.timedOut.Store(true)
 		cancel()
 	})
@@ -113,7 +134,7 @@ func (r *pinnedReader) Read(p []byte) (int, error) {
 				return 0, err
 			}
 		}
-		r.stall.Reset(r.cfg.ReadTimeout)
+		r.stall.Reset(r.g.readTimeout)
 		n, err := r.body.Read(p)
 		r.pos += int64(n)
 		r.raw += int64(n)
@@ -132,7 +153,7 @@ func (r *pinnedReader) Read(p []byte) (int, error) {
 		r.Close()
 		switch {
 		case timedOut:
-			err = fmt.Errorf("no bytes for %v: %w", r.cfg.ReadTimeout, errBodyStalled)
+			err = fmt.Errorf("no bytes for %v: %w", r.g.readTimeout, errBodyStalled)
 		case err == io.EOF:
 			err = io.ErrUnexpectedEOF
 		}
@@ -173,7 +194,7 @@ func (r *pinnedReader) readFull(buf []byte) error {
 
 // waitToResume decides whether a broken body is resumed, and waits out the backoff.
 func (r *pinnedReader) waitToResume(cause error) error {
-	if !resumableBodyError(cause) || r.resumes+1 >= r.cfg.MaxAttempts {
+	if !resumableBodyError(cause) || r.resumes+1 >= r.g.maxAttempts {
 		return &sourceReadError{offset: r.pos, attempts: r.resumes + 1, err: cause}
 	}
 	wait := min(bodyResumeBackoff<<r.resumes, retryMaxBackoff)

@@ -18,19 +18,22 @@ type recordBatch struct {
 	err      error   // set on the last batch: io.EOF at the end, or why framing stopped
 }
 
-// framing is the goroutine that reads, decompresses and frames one object.
+// framing is the goroutine that reads, decompresses and frames one object. It owns the
+// object's record reader until stop returns.
 type framing struct {
 	cancel func() // ends the object's read, so that stop never waits on the network
 	out    chan *recordBatch
 	free   chan *recordBatch
 	done   chan struct{}
 	wg     sync.WaitGroup
+	rr     *recordReader // set by the goroutine; read only after stop
 }
 
-// startFraming runs setup, which opens the object and returns its record reader, then
-// frames it, on a new goroutine. For a segment, framing ends at the first record that
-// starts at or after segEnd. cancel must abort src's requests.
-func startFraming(setup func() (rr *recordReader, seekable bool, err error), src *objectStream, seg bool, segEnd int64, cancel func()) *framing {
+// startFraming runs open, which opens the object and returns its record reader and whether
+// the reader's offsets are bytes of the stored object, then frames it, on a new goroutine.
+// For a segment, framing ends at the first record that starts at or after segEnd. cancel
+// must abort src's requests.
+func startFraming(open func() (rr *recordReader, seekable bool, err error), src *objectStream, seg bool, segEnd int64, cancel func()) *framing {
 	f := &framing{
 		cancel: cancel,
 		out:    make(chan *recordBatch, batchesAhead),
@@ -40,7 +43,8 @@ func startFraming(setup func() (rr *recordReader, seekable bool, err error), src
 	f.wg.Add(1)
 	go func() {
 		defer f.wg.Done()
-		rr, seekable, err := setup()
+		rr, seekable, err := open()
+		f.rr = rr
 		if err != nil {
 			select {
 			case f.out <- &recordBatch{err: err}:
@@ -101,4 +105,12 @@ func (f *framing) stop() {
 	close(f.done)
 	f.cancel()
 	f.wg.Wait()
+}
+
+// decoded returns how many bytes of the object's stream were decoded; only after stop.
+func (f *framing) decoded() int64 {
+	if f.rr == nil {
+		return 0
+	}
+	return f.rr.offset - f.rr.base
 }

@@ -289,12 +289,6 @@ func (l *listing) input() s3.ListObjectsV2Input {
 	if l.pageKeys > 0 {
 		in.MaxKeys = aws.Int32(l.pageKeys)
 	}
-	if l.cfg.ExpectedBucketOwner != "" {
-		in.ExpectedBucketOwner = aws.String(l.cfg.ExpectedBucketOwner)
-	}
-	if l.cfg.RequesterPays {
-		in.RequestPayer = types.RequestPayerRequester
-	}
 	return in
 }
 

@@ -3,7 +3,6 @@ package s3io
 import (
 	"context"
 	"fmt"
-	"io"
 	"strings"
 	"sync"
 	"time"
@@ -252,7 +251,7 @@ func (p *planner) selects(o listedObject) bool {
 }
 
 // segmentable reports which members are cut into segments: large uncompressed objects
-// framed by a self-synchronising framer. The 4-byte probes that tell an object of unknown
+// framed by a self-synchronising framer. The magic-byte probes that tell an object of unknown
 // compression is uncompressed run ListParallelism at a time: one after another, a prefix of
 // thousands of large objects would cost a request's latency per object to plan.
 func (p *planner) segmentable(ctx context.Context, bucket string, ms []Member) []bool {
@@ -355,7 +354,7 @@ func segments(o Member, target int64) []Member {
 
 // storedPlain reports whether o is stored uncompressed, which segmenting needs: a reader
 // can only start inside an object whose bytes are its records. In auto mode an object
-// without a compressed extension is probed for magic bytes with a 4-byte pinned GET; if
+// without a compressed extension is probed for magic bytes with a pinned GET of its first bytes; if
 // the probe fails the object stays whole, and its read reports the real problem.
 func (p *planner) storedPlain(ctx context.Context, bucket string, o Member) bool {
 	if mode := compressionFor(p.cfg.Compression, o.Key, nil); mode != CompressionNone {
@@ -364,14 +363,10 @@ func (p *planner) storedPlain(ctx context.Context, bucket string, o Member) bool
 	if p.cfg.Compression == CompressionNone {
 		return true
 	}
-	src := &pinnedReader{ctx: ctx, client: p.client, cfg: &p.cfg, bucket: bucket, member: o, end: 4}
+	src := newPinnedGets(p.client, &p.cfg, bucket).open(ctx, o, 0, magicLen)
 	defer src.Close()
-	var head [4]byte
-	n, err := io.ReadFull(src, head[:])
-	if err != nil {
-		return false
-	}
-	return compressionFor(CompressionAuto, o.Key, head[:n]) == CompressionNone
+	comp, _, _, err := sniff(CompressionAuto, o.Key, src)
+	return err == nil && comp == CompressionNone
 }
 
 // Plan lists cfg's prefix once and returns a PCollection<SplitDescriptor>: the objects

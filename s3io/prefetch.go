@@ -24,9 +24,8 @@ import (
 type fetcher struct {
 	ctx    context.Context
 	cancel context.CancelFunc
-	client *s3.Client
+	pinned *pinnedGets
 	cfg    *Config
-	bucket string
 
 	raw  *budget       // fetched bytes not yet consumed by a decoder
 	reqs chan struct{} // one token per request in flight
@@ -139,7 +138,7 @@ type part struct {
 func newFetcher(ctx context.Context, client *s3.Client, cfg *Config, bucket string) *fetcher {
 	ctx, cancel := context.WithCancel(ctx)
 	f := &fetcher{
-		ctx: ctx, cancel: cancel, client: client, cfg: cfg, bucket: bucket,
+		ctx: ctx, cancel: cancel, pinned: newPinnedGets(client, cfg, bucket), cfg: cfg,
 		raw:  newBudget(cfg.fetchBudget()),
 		reqs: make(chan struct{}, cfg.MaxRequestsInFlight),
 		wake: make(chan struct{}, 1),
@@ -250,8 +249,7 @@ func (f *fetcher) fetch(of *objectFetch, p *part) {
 			break
 		}
 	}
-	r := &pinnedReader{ctx: of.ctx, client: f.client, cfg: f.cfg, bucket: f.bucket, member: of.member,
-		pos: p.off, end: p.off + int64(len(p.buf))}
+	r := f.pinned.open(of.ctx, of.member, p.off, p.off+int64(len(p.buf)))
 	p.err = r.readFull(p.buf)
 	r.Close()
 	f.inFlight.Add(-1)
@@ -375,10 +373,10 @@ func (s *objectStream) readTail(p []byte) (int, error) {
 		if !of.streamed && (s.pos >= of.member.Size || of.planEnd >= of.member.Size) {
 			return 0, io.EOF
 		}
-		s.tail = &pinnedReader{ctx: of.ctx, client: of.f.client, cfg: of.f.cfg, bucket: of.f.bucket,
-			member: of.member, pos: s.pos, end: of.member.Size}
-		if !of.streamed {
-			s.tail.firstLimit, s.tail.window = min(s.pos+segmentWindow, of.member.Size), segmentWindow
+		if of.streamed {
+			s.tail = of.f.pinned.open(of.ctx, of.member, s.pos, of.member.Size)
+		} else {
+			s.tail = of.f.pinned.openWindowed(of.ctx, of.member, s.pos, of.member.Size, min(s.pos+segmentWindow, of.member.Size), segmentWindow)
 		}
 	}
 	n, err := s.tail.Read(p)

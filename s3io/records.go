@@ -27,11 +27,12 @@ type recordReader struct {
 	start, end int
 	eof        bool
 	offset     int64 // stream offset of buf[start]
+	base       int64 // stream offset of the first byte
 }
 
 // newRecordReader frames src, whose first byte is at stream offset base.
 func newRecordReader(src io.Reader, framer RecordFramer, maxRecord int, base int64) *recordReader {
-	return &recordReader{src: src, framer: framer, maxRecord: maxRecord, offset: base}
+	return &recordReader{src: src, framer: framer, maxRecord: maxRecord, offset: base, base: base}
 }
 
 // discard skips the stream up to offset to without framing it: resuming a compressed member

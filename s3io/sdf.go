@@ -182,27 +182,47 @@ func (fn *reader) newRestrictionRead(ctx context.Context, d SplitDescriptor, res
 		if d.Members[m].Archived != "" {
 			continue // never requested: its GET could only fail
 		}
-		from, planEnd := rr.byteRange(m)
-		rr.fetches[m-rest.Start.Member] = rr.fetcher.add(d.Members[m], from, planEnd)
+		st := rr.startOf(m)
+		rr.fetches[m-rest.Start.Member] = rr.fetcher.add(d.Members[m], st.from, st.planEnd)
 	}
 	return rr
 }
 
-// byteRange is where reading member m begins, and where its planned bytes end: a resume
-// hint into an uncompressed member starts there; a segment starts on the byte before its
-// range, to see whether a record begins on its first byte, and plans its own range plus
-// segmentSlack for the record that straddles its end.
-func (rr *restrictionRead) byteRange(m int) (from, planEnd int64) {
+// memberStart is where and how the read of one member begins. It is decided once, in
+// startOf, for both the fetch of the member's bytes and their framing.
+type memberStart struct {
+	hint    resumeHint // where to resume, if the restriction starts inside this member
+	from    int64      // the first byte to fetch
+	planEnd int64      // where the planned bytes end: the object's size, or a segment's end plus slack
+	// raw is true when the read begins inside the stored bytes, which are then known to be
+	// the records themselves (uncompressed): a resume at a seekable hint, or a segment.
+	raw bool
+	// skipPartial is true when raw begins on the byte before a segment's range: if that
+	// byte ends a line, the first record starts at the segment's start; otherwise the
+	// record in progress belongs to the previous segment.
+	skipPartial bool
+}
+
+// startOf decides where reading member m begins: a seekable resume hint into it starts
+// there; a segment starts on the byte before its range, to see whether a record begins on
+// its first byte, and plans its own range plus segmentSlack for the record that straddles
+// its end; anything else is read from byte 0 and decoded.
+func (rr *restrictionRead) startOf(m int) memberStart {
 	member := rr.d.Members[m]
 	segStart, segEnd := member.span()
-	planEnd = member.Size
+	st := memberStart{planEnd: member.Size}
+	if m == rr.start.Member {
+		st.hint = rr.hint
+	}
 	if member.isSegment() {
-		from, planEnd = max(segStart-1, 0), min(segEnd+segmentSlack, member.Size)
+		st.from, st.planEnd = max(segStart-1, 0), min(segEnd+segmentSlack, member.Size)
+		st.raw, st.skipPartial = true, segStart > 0
 	}
-	if m == rr.start.Member && rr.hint.known() && rr.hint.Seekable {
-		from = rr.hint.Offset
+	if st.hint.known() && st.hint.Seekable {
+		st.from, st.raw, st.skipPartial = st.hint.Offset, true, false
 	}
-	return from, max(planEnd, from)
+	st.planEnd = max(st.planEnd, st.from)
+	return st
 }
 
 // open returns the read of member m, started now or earlier, and starts decoding the
@@ -211,11 +231,7 @@ func (rr *restrictionRead) open(ctx context.Context, m int) *memberRead {
 	for k := m; k <= min(m+decodeAhead, rr.last); k++ {
 		i := k - rr.start.Member
 		if rr.reads[i] == nil && rr.d.Members[k].Archived == "" {
-			first, hint := int64(0), resumeHint{}
-			if k == rr.start.Member {
-				first, hint = rr.start.Index, rr.hint
-			}
-			rr.reads[i] = rr.fn.startMember(ctx, rr.d, k, first, hint, rr.fetches[i])
+			rr.reads[i] = rr.fn.startMember(ctx, rr.d, k, rr.startOf(k), rr.fetches[i])
 			rr.fetches[i] = nil
 		}
 	}
@@ -262,55 +278,39 @@ type memberRead struct {
 	fn     *reader
 	frames *framing
 	idx0   int64 // index of the first record the stream yields
-	rr     *recordReader
-	base   int64 // stream offset where rr began
 }
 
-// startMember starts decoding member m of d from record first (resuming at hint when it has
-// one), from the bytes fetch brings in.
-func (fn *reader) startMember(ctx context.Context, d SplitDescriptor, m int, first int64, hint resumeHint, fetch *objectFetch) *memberRead {
+// startMember starts decoding member m of d as st says, from the bytes fetch brings in.
+func (fn *reader) startMember(ctx context.Context, d SplitDescriptor, m int, st memberStart, fetch *objectFetch) *memberRead {
 	member := d.Members[m]
-	segStart, segEnd := member.span()
-	seg := member.isSegment()
+	_, segEnd := member.span()
 	src := fetch.stream()
-	mr := &memberRead{m: m, src: src, dec: fn.getDecoders(), fn: fn, base: fetch.from}
-	if hint.known() {
+	mr := &memberRead{m: m, src: src, dec: fn.getDecoders(), fn: fn}
+	if st.hint.known() {
 		metricResumed.Inc(ctx, 1)
-		mr.idx0 = hint.Index
+		mr.idx0 = st.hint.Index
 	}
-	// setup runs on the framing goroutine: it may block on the network.
-	setup := func() (*recordReader, bool, error) {
-		switch {
-		case hint.known() && hint.Seekable:
-			// Uncompressed and resuming at a known record boundary: the stream starts there.
-			mr.rr = newRecordReader(src, fn.newFramer(), fn.Cfg.MaxRecordBytes, mr.base)
-			return mr.rr, true, nil
-		case seg:
-			// Planned uncompressed, read from the byte before the segment: if it ends a
-			// line, the first record starts at segStart; otherwise the record in progress
-			// belongs to the previous segment.
-			mr.rr = newRecordReader(src, fn.newFramer(), fn.Cfg.MaxRecordBytes, mr.base)
-			if segStart > 0 {
-				if err := mr.rr.skipPastNewline(); err != nil {
-					return nil, true, err
-				}
+	// open runs on the framing goroutine: it may block on the network.
+	open := func() (rr *recordReader, seekable bool, err error) {
+		if st.raw {
+			rr = newRecordReader(src, fn.newFramer(), fn.Cfg.MaxRecordBytes, fetch.from)
+			if st.skipPartial {
+				err = rr.skipPastNewline()
 			}
-			return mr.rr, true, nil
+			return rr, true, err
 		}
 		stream, comp, err := mr.dec.open(fn.Cfg.Compression, member.Key, src)
 		if err != nil {
 			return nil, false, err
 		}
-		mr.rr = newRecordReader(stream, fn.newFramer(), fn.Cfg.MaxRecordBytes, 0)
-		if hint.known() {
+		rr = newRecordReader(stream, fn.newFramer(), fn.Cfg.MaxRecordBytes, 0)
+		if st.hint.known() {
 			// Compressed: decompress up to the resume point, but frame nothing before it.
-			if err := mr.rr.discard(hint.Offset); err != nil {
-				return nil, false, err
-			}
+			err = rr.discard(st.hint.Offset)
 		}
-		return mr.rr, comp == CompressionNone, nil
+		return rr, comp == CompressionNone, err
 	}
-	mr.frames = startFraming(setup, src, seg, segEnd, fetch.cancel)
+	mr.frames = startFraming(open, src, member.isSegment(), segEnd, fetch.cancel)
 	return mr
 }
 
@@ -320,9 +320,7 @@ func (mr *memberRead) finish(ctx context.Context) {
 	mr.frames.stop()
 	mr.src.close()
 	mr.fn.putDecoders(mr.dec)
-	if mr.rr != nil {
-		metricBytes.Inc(ctx, mr.rr.offset-mr.base)
-	}
+	metricBytes.Inc(ctx, mr.frames.decoded())
 }
 
 // readMember hands sink the records of mr from index first on (which the caller claimed),
