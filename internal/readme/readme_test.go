@@ -1,12 +1,13 @@
 // Package readme tests that README.md works as written: every Go block is a whole file that
-// compiles against this module, the quick-start pipeline is complete, and the paths the
-// Layout section names exist.
+// compiles against this module, the quick-start pipeline is complete, the paths the Layout
+// section names exist, and the API and Configuration tables match the package.
 package readme
 
 import (
 	"bufio"
 	"bytes"
 	"fmt"
+	"go/ast"
 	"go/parser"
 	"go/token"
 	"os"
@@ -363,4 +364,91 @@ func TestConfigTable(t *testing.T) {
 			t.Errorf("README.md:%d: the Configuration table documents %s, which s3io.Config does not have", line, name)
 		}
 	}
+}
+
+// TestAPITable checks that the "## API" section's tables name every exported identifier of
+// package s3io (functions, types, constants, variables), and that the first column of each
+// row names only identifiers that exist: go doc and the README show the same API.
+func TestAPITable(t *testing.T) {
+	exported := s3ioExported(t)
+	lines := readme(t)
+	start := slices.IndexFunc(lines, func(l string) bool { return strings.TrimSpace(l) == "## API" })
+	if start < 0 {
+		t.Fatal(`README.md has no "## API" section`)
+	}
+	leading := regexp.MustCompile(`^[A-Z][A-Za-z0-9]*`)
+	named := map[string]bool{}
+	for i := start + 1; i < len(lines) && !strings.HasPrefix(lines[i], "## "); i++ {
+		if !strings.HasPrefix(lines[i], "| `") {
+			continue
+		}
+		cells := strings.Split(lines[i], " | ")
+		for c, cell := range cells {
+			for _, m := range codeSpan.FindAllStringSubmatch(cell, -1) {
+				id := leading.FindString(m[1])
+				if id == "" {
+					continue
+				}
+				named[id] = true
+				if c == 0 && !exported[id] {
+					t.Errorf("README.md:%d: the API table names `%s`, which package s3io does not export", i+1, id)
+				}
+			}
+		}
+	}
+	var missing []string
+	for id := range exported {
+		if !named[id] {
+			missing = append(missing, id)
+		}
+	}
+	slices.Sort(missing)
+	if len(missing) > 0 {
+		t.Errorf("the API tables do not name these exported identifiers of s3io (document them, or unexport them): %s", strings.Join(missing, ", "))
+	}
+}
+
+// s3ioExported returns the exported top-level identifiers of package s3io's non-test files.
+func s3ioExported(t *testing.T) map[string]bool {
+	t.Helper()
+	dir := filepath.Join(repoRoot(t), "s3io")
+	files, err := filepath.Glob(filepath.Join(dir, "*.go"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]bool{}
+	fset := token.NewFileSet()
+	for _, name := range files {
+		if strings.HasSuffix(name, "_test.go") {
+			continue
+		}
+		f, err := parser.ParseFile(fset, name, nil, parser.SkipObjectResolution)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, decl := range f.Decls {
+			switch d := decl.(type) {
+			case *ast.FuncDecl:
+				if d.Recv == nil && d.Name.IsExported() {
+					out[d.Name.Name] = true
+				}
+			case *ast.GenDecl:
+				for _, spec := range d.Specs {
+					switch sp := spec.(type) {
+					case *ast.TypeSpec:
+						if sp.Name.IsExported() {
+							out[sp.Name.Name] = true
+						}
+					case *ast.ValueSpec:
+						for _, n := range sp.Names {
+							if n.IsExported() {
+								out[n.Name] = true
+							}
+						}
+					}
+				}
+			}
+		}
+	}
+	return out
 }
