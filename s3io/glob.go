@@ -299,17 +299,30 @@ func (g *glob) match(key string) bool {
 	if !strings.HasPrefix(key, g.prefix) {
 		return false
 	}
+	return g.runFrom(key, false)
+}
+
+// runFrom matches s, or with partial a prefix of keys, from past the literal prefix the
+// glob skips, with state vectors on the stack when they fit, else from the pool. The calls
+// are direct so that the stack buffer does not escape.
+func (g *glob) runFrom(s string, partial bool) bool {
 	start, off := 0, 0
 	if g.skipPrefix {
 		start, off = g.nprefix, len(g.prefix)
 	}
+	var buf [2 * globInlineWords]uint64
+	var cur, next []uint64
 	if g.words <= globInlineWords {
-		var buf [2 * globInlineWords]uint64
-		return g.matchFrom(key[off:], start, buf[:g.words], buf[globInlineWords:globInlineWords+g.words])
+		cur, next = buf[:g.words], buf[globInlineWords:globInlineWords+g.words]
+	} else {
+		p := g.pool.Get().(*[]uint64)
+		defer g.pool.Put(p)
+		cur, next = (*p)[:g.words], (*p)[g.words:]
 	}
-	p := g.pool.Get().(*[]uint64)
-	defer g.pool.Put(p)
-	return g.matchFrom(key[off:], start, (*p)[:g.words], (*p)[g.words:])
+	if partial {
+		return g.mayMatchFrom(s[off:], start, cur, next)
+	}
+	return g.matchFrom(s[off:], start, cur, next)
 }
 
 func (g *glob) matchFrom(s string, start int, cur, next []uint64) bool {
@@ -341,17 +354,7 @@ func (g *glob) mayMatchUnder(prefix string) bool {
 	if g.literal {
 		return false // only g.prefix itself matches, and it is shorter than prefix
 	}
-	start, off := 0, 0
-	if g.skipPrefix {
-		start, off = g.nprefix, len(g.prefix)
-	}
-	if g.words <= globInlineWords {
-		var buf [2 * globInlineWords]uint64
-		return g.mayMatchFrom(prefix[off:], start, buf[:g.words], buf[globInlineWords:globInlineWords+g.words])
-	}
-	p := g.pool.Get().(*[]uint64)
-	defer g.pool.Put(p)
-	return g.mayMatchFrom(prefix[off:], start, (*p)[:g.words], (*p)[g.words:])
+	return g.runFrom(prefix, true)
 }
 
 func (g *glob) mayMatchFrom(s string, start int, cur, next []uint64) bool {
