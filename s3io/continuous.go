@@ -136,12 +136,8 @@ type refreshListFn struct {
 	planner *planner
 }
 
-func (fn *refreshListFn) Setup(ctx context.Context) error {
-	c, err := newClient(ctx, fn.Cfg)
-	if err != nil {
-		return err
-	}
-	fn.planner, err = newPlanner(c, fn.Cfg)
+func (fn *refreshListFn) Setup(ctx context.Context) (err error) {
+	fn.planner, err = newPlanner(ctx, fn.Cfg)
 	return err
 }
 

@@ -52,11 +52,7 @@ func PlanDescriptors(ctx context.Context, cfg Config, emit func(SplitDescriptor)
 		return PlanStats{}, err
 	}
 	cfg = cfg.withDefaults()
-	client, err := newClient(ctx, cfg)
-	if err != nil {
-		return PlanStats{}, err
-	}
-	p, err := newPlanner(client, cfg)
+	p, err := newPlanner(ctx, cfg)
 	if err != nil {
 		return PlanStats{}, err
 	}
@@ -70,8 +66,13 @@ type planner struct {
 	glob   *glob
 }
 
-func newPlanner(client *s3.Client, cfg Config) (*planner, error) {
+// newPlanner builds the planner of cfg, with this process's S3 client.
+func newPlanner(ctx context.Context, cfg Config) (*planner, error) {
 	g, err := cfg.glob()
+	if err != nil {
+		return nil, err
+	}
+	client, err := newClient(ctx, cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -301,12 +302,8 @@ type planFn struct {
 	planner *planner
 }
 
-func (fn *planFn) Setup(ctx context.Context) error {
-	c, err := newClient(ctx, fn.Cfg)
-	if err != nil {
-		return err
-	}
-	fn.planner, err = newPlanner(c, fn.Cfg)
+func (fn *planFn) Setup(ctx context.Context) (err error) {
+	fn.planner, err = newPlanner(ctx, fn.Cfg)
 	return err
 }
 
