@@ -88,14 +88,14 @@ var chaosLargeRates = faultproxy.Rates{
 // chaosDecider decides the fault of each object GET: the scripted keys get their fault on
 // their first GET and no other, so that every kind of fault is injected whatever the seed;
 // the large objects get chaosLargeRates and the others chaosRates.
-func chaosDecider(seed uint64, scripted map[string]faultproxy.Action) func(key, rng string, n int) faultproxy.Action {
+func chaosDecider(seed uint64, scripted map[string]faultproxy.Fault) func(key, rng string, n int) faultproxy.Fault {
 	small, large := faultproxy.Chaos(seed, chaosRates), faultproxy.Chaos(seed, chaosLargeRates)
-	return func(key, rng string, n int) faultproxy.Action {
+	return func(key, rng string, n int) faultproxy.Fault {
 		if act, ok := scripted[key]; ok {
 			if n == 1 {
 				return act
 			}
-			return faultproxy.Action{}
+			return faultproxy.Fault{}
 		}
 		if strings.HasPrefix(key, "c/large/") {
 			return large(key, rng, n)
@@ -163,7 +163,7 @@ func TestChaosSoak(t *testing.T) {
 	recordsOut, failuresOut := filepath.Join(dir, "records.txt"), filepath.Join(dir, "failures.txt")
 	pl, s := beam.NewPipelineWithRoot()
 	records, failures := s3io.ReadWithFailures(s, cfg)
-	textio.Write(s, recordsOut, beam.ParDo(s, recordString, records))
+	textio.Write(s, recordsOut, beam.ParDo(s, s3test.RecordString, records))
 	textio.Write(s, failuresOut, beam.ParDo(s, failureString, failures))
 
 	runner := *ptest.Runner
@@ -255,7 +255,7 @@ type chaosDataset struct {
 	want    []string
 	stored  int64
 	// scripted are small objects whose first GET gets one fault of each kind.
-	scripted map[string]faultproxy.Action
+	scripted map[string]faultproxy.Fault
 }
 
 func (d *chaosDataset) add(key, kind string, data []byte, recs []string) {
@@ -401,8 +401,8 @@ func bigPlain(rnd *rand.Rand, key string, size, target int, crlf, finalNewline b
 // buildChaosPrefix builds the chaos prefix for seed, scale times over.
 func buildChaosPrefix(seed uint64, scale int) *chaosDataset {
 	rnd := rand.New(rand.NewPCG(seed, 0x5eed))
-	d := &chaosDataset{scripted: map[string]faultproxy.Action{}}
-	script := []faultproxy.Action{
+	d := &chaosDataset{scripted: map[string]faultproxy.Fault{}}
+	script := []faultproxy.Fault{
 		{Status: 503, Code: "SlowDown"},
 		{Status: 500, Code: "InternalError"},
 		{ResetAt: 0.5},

@@ -34,7 +34,7 @@ func failureRow(f s3io.Failure) string {
 func badPrefix(t *testing.T, g *versitygw.Gateway, p *faultproxy.Proxy, bucket string) (want, failures []string) {
 	g.CreateBucket(t, bucket)
 	for i, enc := range []func(string) []byte{func(s string) []byte { return []byte(s) }, func(s string) []byte { return s3test.Gzip(s) }, s3test.Zstd} {
-		text, recs := ndjson(fmt.Sprintf("%s-good-%d", bucket, i), 300)
+		text, recs := s3test.NDJSON(fmt.Sprintf("%s-good-%d", bucket, i), 300)
 		g.Put(t, bucket, fmt.Sprintf("b/good-%d", i), enc(text))
 		want = append(want, recs...)
 	}
@@ -84,7 +84,7 @@ func TestQuarantine(t *testing.T) {
 			pl, s := beam.NewPipelineWithRoot()
 			if tc.name == "ReadWithFailures" {
 				records, fails := s3io.ReadWithFailures(s, cfg)
-				passert.EqualsList(s, beam.ParDo(s, recordString, records), want)
+				passert.EqualsList(s, beam.ParDo(s, s3test.RecordString, records), want)
 				passert.EqualsList(s, beam.ParDo(s, failureRow, fails), failures)
 				pr, err := ptest.RunWithMetrics(pl)
 				if err != nil {
@@ -97,7 +97,7 @@ func TestQuarantine(t *testing.T) {
 				}
 				return
 			}
-			passert.EqualsList(s, beam.ParDo(s, recordString, s3io.Read(s, cfg)), want)
+			passert.EqualsList(s, beam.ParDo(s, s3test.RecordString, s3io.Read(s, cfg)), want)
 			err := ptest.Run(pl)
 			if err == nil {
 				t.Fatal("Read succeeded although five objects were quarantined")
@@ -125,7 +125,7 @@ func TestTransientFaultsAreRetried(t *testing.T) {
 	var want []string
 	sizes := map[string]int64{}
 	for i := 0; i < 12; i++ {
-		text, recs := ndjson(fmt.Sprintf("flaky-%d", i), 400+i*37)
+		text, recs := s3test.NDJSON(fmt.Sprintf("flaky-%d", i), 400+i*37)
 		data := []byte(text)
 		switch i % 3 {
 		case 1:
@@ -138,16 +138,16 @@ func TestTransientFaultsAreRetried(t *testing.T) {
 		sizes[key] = int64(len(data))
 		want = append(want, recs...)
 	}
-	p.Decide = func(key string, n int) faultproxy.Action {
+	p.Decide = func(key string, n int) faultproxy.Fault {
 		switch n {
 		case 1:
-			return faultproxy.Action{Status: 503, Code: "SlowDown"}
+			return faultproxy.Fault{Status: 503, Code: "SlowDown"}
 		case 2:
-			return faultproxy.Action{Status: 500, Code: "InternalError"}
+			return faultproxy.Fault{Status: 500, Code: "InternalError"}
 		case 3:
-			return faultproxy.Action{ResetAfter: sizes[key] / 2}
+			return faultproxy.Fault{ResetAfter: sizes[key] / 2}
 		}
-		return faultproxy.Action{}
+		return faultproxy.Fault{}
 	}
 	// The SDK's backoff between attempts looks like a stall to prism, which would then split
 	// the read and add GETs of its own; the exact GET counts below are about retries only.
@@ -156,7 +156,7 @@ func TestTransientFaultsAreRetried(t *testing.T) {
 	defer func() { *jobopts.Experiments = old }()
 	cfg := s3io.Config{Bucket: "flaky", Prefix: "f/", Endpoint: p.URL, UsePathStyle: true}
 	pl, s := beam.NewPipelineWithRoot()
-	passert.EqualsList(s, beam.ParDo(s, recordString, s3io.Read(s, cfg)), want)
+	passert.EqualsList(s, beam.ParDo(s, s3test.RecordString, s3io.Read(s, cfg)), want)
 	pr, err := ptest.RunWithMetrics(pl)
 	if err != nil {
 		t.Fatalf("pipeline failed: %v", err)
@@ -181,17 +181,17 @@ func TestStallLongerThanReadTimeout(t *testing.T) {
 	g := versitygw.Start(t)
 	p := faultproxy.New(t, g.URL)
 	g.CreateBucket(t, "stall")
-	text, want := ndjson("stall", 2000)
+	text, want := s3test.NDJSON("stall", 2000)
 	g.Put(t, "stall", "s/obj", []byte(text))
-	p.Decide = func(key string, n int) faultproxy.Action {
+	p.Decide = func(key string, n int) faultproxy.Fault {
 		if n == 1 {
-			return faultproxy.Action{StallAfter: 4096, Stall: 3 * time.Second}
+			return faultproxy.Fault{StallAfter: 4096, Stall: 3 * time.Second}
 		}
-		return faultproxy.Action{}
+		return faultproxy.Fault{}
 	}
 	cfg := s3io.Config{Bucket: "stall", Prefix: "s/", Endpoint: p.URL, UsePathStyle: true, ReadTimeout: 300 * time.Millisecond}
 	pl, s := beam.NewPipelineWithRoot()
-	passert.EqualsList(s, beam.ParDo(s, recordString, s3io.Read(s, cfg)), want)
+	passert.EqualsList(s, beam.ParDo(s, s3test.RecordString, s3io.Read(s, cfg)), want)
 	if err := ptest.Run(pl); err != nil {
 		t.Fatalf("pipeline failed: %v", err)
 	}

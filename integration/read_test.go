@@ -3,7 +3,6 @@ package integration
 import (
 	"encoding/json"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -23,25 +22,12 @@ import (
 func TestMain(m *testing.M) { ptest.Main(m) }
 
 func init() {
-	register.Function1x1(recordString)
 	register.Function1x2(descriptorJSON)
 }
-
-func recordString(b []byte) string { return string(b) }
 
 func descriptorJSON(d s3io.SplitDescriptor) (string, error) {
 	b, err := json.Marshal(d)
 	return string(b), err
-}
-
-func ndjson(src string, n int) (text string, recs []string) {
-	var b strings.Builder
-	for i := 0; i < n; i++ {
-		r := fmt.Sprintf(`{"src":%q,"i":%d}`, src, i)
-		b.WriteString(r + "\n")
-		recs = append(recs, r)
-	}
-	return b.String(), recs
 }
 
 // TestReadOnVersityGW reads a mixed prefix from a real S3 server process with s3io.Read on
@@ -55,15 +41,15 @@ func TestReadOnVersityGW(t *testing.T) {
 		want = append(want, recs...)
 	}
 	for i := 0; i < 1100; i++ { // more than one ListObjectsV2 page
-		text, recs := ndjson(fmt.Sprintf("small-%d", i), 2)
+		text, recs := s3test.NDJSON(fmt.Sprintf("small-%d", i), 2)
 		add(fmt.Sprintf("in/small/%04d.ndjson", i), []byte(text), recs...)
 	}
-	p, pRecs := ndjson("plain", 5000)
+	p, pRecs := s3test.NDJSON("plain", 5000)
 	add("in/plain.ndjson", []byte(p), pRecs...)
-	g1, r1 := ndjson("gz-1", 3000)
-	g2, r2 := ndjson("gz-2", 2000)
+	g1, r1 := s3test.NDJSON("gz-1", 3000)
+	g2, r2 := s3test.NDJSON("gz-2", 2000)
 	add("in/multi.ndjson.gz", s3test.Gzip(g1, g2), append(r1, r2...)...)
-	z, zRecs := ndjson("zstd", 4000)
+	z, zRecs := s3test.NDJSON("zstd", 4000)
 	add("in/frames.ndjson.zst", s3test.Zstd(z), zRecs...)
 	add("in/key with spaces ünïcødé.txt", []byte("a\r\nb\r\nno newline"), "a", "b", "no newline")
 	add("in/empty.ndjson", nil)
@@ -71,7 +57,7 @@ func TestReadOnVersityGW(t *testing.T) {
 
 	cfg := s3io.Config{Bucket: "mixed", Prefix: "in/", Endpoint: g.URL, UsePathStyle: true, SplitTargetBytes: 64 << 10}
 	pl, s := beam.NewPipelineWithRoot()
-	passert.EqualsList(s, beam.ParDo(s, recordString, s3io.Read(s, cfg)), want)
+	passert.EqualsList(s, beam.ParDo(s, s3test.RecordString, s3io.Read(s, cfg)), want)
 	pr, err := ptest.RunWithMetrics(pl)
 	if err != nil {
 		t.Fatalf("pipeline failed: %v", err)
@@ -107,12 +93,8 @@ func TestPlanOnceReadLaterRefusesChanges(t *testing.T) {
 	if err := ptest.Run(pl); err != nil {
 		t.Fatalf("plan: %v", err)
 	}
-	data, err := os.ReadFile(planFile)
-	if err != nil {
-		t.Fatal(err)
-	}
 	var descs []s3io.SplitDescriptor
-	for _, line := range strings.Split(strings.TrimSpace(string(data)), "\n") {
+	for _, line := range s3test.ReadLines(t, planFile) {
 		var d s3io.SplitDescriptor
 		if err := json.Unmarshal([]byte(line), &d); err != nil {
 			t.Fatal(err)
@@ -130,7 +112,7 @@ func TestPlanOnceReadLaterRefusesChanges(t *testing.T) {
 		d := d
 		t.Run(d.Members[0].Key, func(t *testing.T) {
 			pl, s := beam.NewPipelineWithRoot()
-			recs := beam.ParDo(s, recordString, s3io.ReadSplits(s, s3io.Config{Endpoint: g.URL, UsePathStyle: true}, beam.Create(s, d)))
+			recs := beam.ParDo(s, s3test.RecordString, s3io.ReadSplits(s, s3io.Config{Endpoint: g.URL, UsePathStyle: true}, beam.Create(s, d)))
 			key := d.Members[0].Key
 			if key == "p/stable.txt" {
 				passert.Equals(s, recs, "stable")

@@ -69,7 +69,7 @@ type selectObject struct {
 // ndjsonObject is an object at key holding n NDJSON records that name the key, gzip- or
 // zstd-compressed when its extension says so.
 func ndjsonObject(key string, n int) selectObject {
-	text, recs := ndjson(key, n)
+	text, recs := s3test.NDJSON(key, n)
 	data := []byte(text)
 	switch {
 	case strings.HasSuffix(key, ".gz"):
@@ -122,7 +122,7 @@ func checkListPrefixes(t *testing.T, lists []faultproxy.ListRequest, bucket, wan
 func runRead(t *testing.T, cfg s3io.Config, want []string) map[string]int64 {
 	t.Helper()
 	pl, s := beam.NewPipelineWithRoot()
-	recs := beam.ParDo(s, recordString, s3io.Read(s, cfg))
+	recs := beam.ParDo(s, s3test.RecordString, s3io.Read(s, cfg))
 	if len(want) == 0 {
 		passert.Empty(s, recs)
 	} else {
@@ -337,11 +337,11 @@ func TestSelectArchived(t *testing.T) {
 				"a/restored.ndjson": {ExpiryDate: time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)},
 			}),
 		)
-		p.Decide = func(key string, _ int) faultproxy.Action {
+		p.Decide = func(key string, _ int) faultproxy.Fault {
 			if archived[key] {
 				return faultproxy.InvalidObjectState
 			}
-			return faultproxy.Action{}
+			return faultproxy.Fault{}
 		}
 		return p
 	}
@@ -381,7 +381,7 @@ func TestSelectArchived(t *testing.T) {
 		p := proxy(t)
 		pl, s := beam.NewPipelineWithRoot()
 		records, failures := s3io.ReadWithFailures(s, cfg(p, "a/"))
-		passert.EqualsList(s, beam.ParDo(s, recordString, records), readable)
+		passert.EqualsList(s, beam.ParDo(s, s3test.RecordString, records), readable)
 		passert.EqualsList(s, beam.ParDo(s, failureRow, failures), listedFailures)
 		pr, err := ptest.RunWithMetrics(pl)
 		if err != nil {
@@ -405,7 +405,7 @@ func TestSelectArchived(t *testing.T) {
 	t.Run("listed archived/Read fails the job", func(t *testing.T) {
 		p := proxy(t)
 		pl, s := beam.NewPipelineWithRoot()
-		passert.EqualsList(s, beam.ParDo(s, recordString, s3io.Read(s, cfg(p, "a/"))), readable)
+		passert.EqualsList(s, beam.ParDo(s, s3test.RecordString, s3io.Read(s, cfg(p, "a/"))), readable)
 		err := ptest.Run(pl)
 		if err == nil {
 			t.Fatal("Read succeeded although two objects are archived")
@@ -425,7 +425,7 @@ func TestSelectArchived(t *testing.T) {
 		c.SkipArchived = true
 		pl, s := beam.NewPipelineWithRoot()
 		records, failures := s3io.ReadWithFailures(s, c)
-		passert.EqualsList(s, beam.ParDo(s, recordString, records), readable)
+		passert.EqualsList(s, beam.ParDo(s, s3test.RecordString, records), readable)
 		passert.Empty(s, beam.ParDo(s, failureRow, failures))
 		pr, err := ptest.RunWithMetrics(pl)
 		if err != nil {
@@ -442,7 +442,7 @@ func TestSelectArchived(t *testing.T) {
 		p := proxy(t)
 		pl, s := beam.NewPipelineWithRoot()
 		records, failures := s3io.ReadWithFailures(s, cfg(p, "b/"))
-		passert.EqualsList(s, beam.ParDo(s, recordString, records), recordsOf(recs, "b/ok-0.ndjson", "b/ok-1.ndjson.zst"))
+		passert.EqualsList(s, beam.ParDo(s, s3test.RecordString, records), recordsOf(recs, "b/ok-0.ndjson", "b/ok-1.ndjson.zst"))
 		passert.EqualsList(s, beam.ParDo(s, failureRow, failures), []string{bucket + "|b/frozen.ndjson|archived|emitted=0|etag-set=true"})
 		pr, err := ptest.RunWithMetrics(pl)
 		if err != nil {
@@ -466,7 +466,7 @@ func TestSelectArchived(t *testing.T) {
 	t.Run("archived after planning/Read fails the job", func(t *testing.T) {
 		p := proxy(t)
 		pl, s := beam.NewPipelineWithRoot()
-		passert.EqualsList(s, beam.ParDo(s, recordString, s3io.Read(s, cfg(p, "b/"))), recordsOf(recs, "b/ok-0.ndjson", "b/ok-1.ndjson.zst"))
+		passert.EqualsList(s, beam.ParDo(s, s3test.RecordString, s3io.Read(s, cfg(p, "b/"))), recordsOf(recs, "b/ok-0.ndjson", "b/ok-1.ndjson.zst"))
 		err := ptest.Run(pl)
 		if err == nil {
 			t.Fatal("Read succeeded although an object is archived")
@@ -505,7 +505,7 @@ func TestSelectReadAll(t *testing.T) {
 		pl, s := beam.NewPipelineWithRoot()
 		urls := beam.Create(s, "s3://alpha/in/", "s3://beta")
 		want := append(recordsOf(recsA, "in/a1.ndjson", "in/a2.ndjson.gz"), recordsOf(recsB, "b1.ndjson", "sub/b2.ndjson.zst")...)
-		passert.EqualsList(s, beam.ParDo(s, recordString, s3io.ReadAll(s, cfg, urls)), want)
+		passert.EqualsList(s, beam.ParDo(s, s3test.RecordString, s3io.ReadAll(s, cfg, urls)), want)
 		pr, err := ptest.RunWithMetrics(pl)
 		if err != nil {
 			t.Fatalf("pipeline failed: %v", err)

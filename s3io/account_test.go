@@ -49,7 +49,7 @@ func TestAccountSettingsOnEveryRequest(t *testing.T) {
 	f.CreateBucket(t, "acct")
 	var want []string
 	for _, key := range []string{"a.ndjson", "b-no-extension", "c.ndjson"} {
-		text, recs := lines(key, 2000)
+		text, recs := s3test.NDJSON(key, 2000)
 		f.Put(t, "acct", "p/"+key, []byte(text))
 		want = append(want, recs...)
 	}

@@ -5,28 +5,15 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math/rand"
+	"math/rand/v2"
 	"strings"
 	"testing"
 
 	"github.com/klauspost/compress/gzip"
 	"github.com/klauspost/compress/zstd"
-)
 
-func cmpGzip(t *testing.T, members ...string) []byte {
-	t.Helper()
-	var out bytes.Buffer
-	for _, m := range members {
-		w := gzip.NewWriter(&out)
-		if _, err := w.Write([]byte(m)); err != nil {
-			t.Fatal(err)
-		}
-		if err := w.Close(); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return out.Bytes()
-}
+	"github.com/spate-io/beam-s3/internal/s3test"
+)
 
 func cmpGzipNamed(t *testing.T, name, text string) []byte {
 	t.Helper()
@@ -42,6 +29,9 @@ func cmpGzipNamed(t *testing.T, name, text string) []byte {
 	return out.Bytes()
 }
 
+// cmpZstd writes one zstd frame per argument with the streaming encoder, as a compressing
+// pipe does. It is not s3test.Zstd, which encodes with EncodeAll: frames of more than one
+// block come out different, and these tests read both kinds.
 func cmpZstd(t *testing.T, frames ...string) []byte {
 	t.Helper()
 	var out bytes.Buffer
@@ -62,10 +52,10 @@ func cmpZstd(t *testing.T, frames ...string) []byte {
 
 // cmpText is compressible but not trivially so: many distinct lines.
 func cmpText(seed int64, n int) string {
-	rng := rand.New(rand.NewSource(seed))
+	rng := rand.New(rand.NewPCG(uint64(seed), uint64(seed)))
 	var b strings.Builder
 	for b.Len() < n {
-		fmt.Fprintf(&b, "%d record %x %s\n", b.Len(), rng.Int63(), strings.Repeat("ab", rng.Intn(20)))
+		fmt.Fprintf(&b, "%d record %x %s\n", b.Len(), rng.Int64(), strings.Repeat("ab", rng.IntN(20)))
 	}
 	return b.String()
 }
@@ -135,7 +125,7 @@ func TestCompressionFor(t *testing.T) {
 
 func TestDecompressorsOpen(t *testing.T) {
 	text := cmpText(1, 100_000)
-	gz2 := cmpGzip(t, "first member\n", "second member\nno newline")
+	gz2 := s3test.Gzip("first member\n", "second member\nno newline")
 	zs2 := cmpZstd(t, "frame one\n", "frame two\n")
 	cases := []struct {
 		name string
@@ -151,13 +141,13 @@ func TestDecompressorsOpen(t *testing.T) {
 		{"plain gzip-looking 1 byte", CompressionAuto, "a", []byte{0x1f}, "\x1f"},
 		{"plain large", CompressionAuto, "a.log", []byte(text), text},
 		{"forced none on gzip", CompressionNone, "a.gz", gz2, string(gz2)},
-		{"gzip by key", CompressionAuto, "a.gz", cmpGzip(t, text), text},
-		{"gzip by magic", CompressionAuto, "a.log", cmpGzip(t, text), text},
-		{"gzip forced", CompressionGzip, "a.zst", cmpGzip(t, "x"), "x"},
+		{"gzip by key", CompressionAuto, "a.gz", s3test.Gzip(text), text},
+		{"gzip by magic", CompressionAuto, "a.log", s3test.Gzip(text), text},
+		{"gzip forced", CompressionGzip, "a.zst", s3test.Gzip("x"), "x"},
 		{"gzip multi-member", CompressionAuto, "a.GZ", gz2, "first member\nsecond member\nno newline"},
 		{"gzip multi-member by magic", CompressionAuto, "a", gz2, "first member\nsecond member\nno newline"},
-		{"gzip three members with empty", CompressionAuto, "a.gz", cmpGzip(t, "a\n", "", "b\n"), "a\nb\n"},
-		{"gzip of nothing", CompressionAuto, "a.gz", cmpGzip(t, ""), ""},
+		{"gzip three members with empty", CompressionAuto, "a.gz", s3test.Gzip("a\n", "", "b\n"), "a\nb\n"},
+		{"gzip of nothing", CompressionAuto, "a.gz", s3test.Gzip(""), ""},
 		{"zstd by key", CompressionAuto, "a.zst", cmpZstd(t, text), text},
 		{"zstd by magic", CompressionAuto, "a", cmpZstd(t, text), text},
 		{"zstd forced", CompressionZstd, "a.gz", cmpZstd(t, "y\n"), "y\n"},
@@ -195,7 +185,7 @@ func TestDecompressorsOpen(t *testing.T) {
 
 func TestDecompressorsCorrupt(t *testing.T) {
 	text := cmpText(2, 50_000)
-	gz := cmpGzip(t, text)
+	gz := s3test.Gzip(text)
 	zs := cmpZstd(t, text)
 
 	badDeflate := bytes.Clone(gz)
@@ -206,7 +196,7 @@ func TestDecompressorsCorrupt(t *testing.T) {
 	badCRC[len(badCRC)-6] ^= 0xff // inside the CRC-32 of the trailer
 	badSize := bytes.Clone(gz)
 	badSize[len(badSize)-1] ^= 0x01 // inside ISIZE
-	trailingGarbage := append(bytes.Clone(cmpGzip(t, "ok\n")), []byte("not gzip at all")...)
+	trailingGarbage := append(bytes.Clone(s3test.Gzip("ok\n")), []byte("not gzip at all")...)
 	badZstdBody := bytes.Clone(zs)
 	for i := 12; i < len(badZstdBody)-8; i += 7 {
 		badZstdBody[i] ^= 0x5a
@@ -292,14 +282,14 @@ func (r *cmpFailingSource) Read(p []byte) (int, error) {
 func TestDecompressorsSourceErrorIsNotCorrupt(t *testing.T) {
 	text := cmpText(3, 300_000)
 	// Cut around the second gzip member's header too: there it is read by Read, not open.
-	second := len(cmpGzip(t, text[:100_000]))
+	second := len(s3test.Gzip(text[:100_000]))
 	formats := []struct {
 		name  string
 		key   string
 		data  []byte
 		extra []int
 	}{
-		{"gzip", "a.gz", cmpGzip(t, text[:100_000], text[100_000:]), []int{second - 9, second - 1, second, second + 1, second + 4, second + 9, second + 10, second + 11}},
+		{"gzip", "a.gz", s3test.Gzip(text[:100_000], text[100_000:]), []int{second - 9, second - 1, second, second + 1, second + 4, second + 9, second + 10, second + 11}},
 		// gzip(1) stores the file name in the header (FNAME), which gzip.Reader reads in open.
 		{"gzip with name header", "a.gz", cmpGzipNamed(t, "access-2024-01-01T00.log", text), nil},
 		{"zstd", "a.zst", cmpZstd(t, text[:100_000], text[100_000:]), nil},
@@ -360,7 +350,7 @@ func TestDecompressorsReuse(t *testing.T) {
 	var seq []obj
 	for i, tx := range texts {
 		seq = append(seq,
-			obj{key: fmt.Sprintf("%d.gz", i), mode: CompressionAuto, data: cmpGzip(t, tx, tx), want: tx + tx},
+			obj{key: fmt.Sprintf("%d.gz", i), mode: CompressionAuto, data: s3test.Gzip(tx, tx), want: tx + tx},
 			obj{key: fmt.Sprintf("%d.zst", i), mode: CompressionAuto, data: cmpZstd(t, tx), want: tx},
 			obj{key: fmt.Sprintf("%d.txt", i), mode: CompressionAuto, data: []byte(tx), want: tx},
 			obj{key: fmt.Sprintf("%d", i), mode: CompressionAuto, data: cmpZstd(t, tx, "+"), want: tx + "+"},
@@ -368,7 +358,7 @@ func TestDecompressorsReuse(t *testing.T) {
 		if z := cmpZstd(t, tx+"tail"); len(z) > 12 {
 			seq = append(seq, obj{key: fmt.Sprintf("%d.zst", i), mode: CompressionAuto, data: z[:len(z)-5], corrupt: true})
 		}
-		g := cmpGzip(t, tx+"tail")
+		g := s3test.Gzip(tx + "tail")
 		seq = append(seq, obj{key: fmt.Sprintf("%d.gz", i), mode: CompressionAuto, data: g[:len(g)-5], corrupt: true})
 	}
 	var d decompressors
@@ -405,7 +395,7 @@ func TestDecompressorsReuse(t *testing.T) {
 		if strings.HasSuffix(key, ".zst") {
 			data = cmpZstd(t, big)
 		} else {
-			data = cmpGzip(t, big)
+			data = s3test.Gzip(big)
 		}
 		s, _, err := d.open(CompressionAuto, key, cmpOnlyReader{bytes.NewReader(data)})
 		if err != nil {
@@ -420,7 +410,7 @@ func TestDecompressorsReuse(t *testing.T) {
 		}
 		next := cmpText(14, 20_000)
 		got, openErr, readErr := cmpOpenAll(&d, CompressionAuto, "next"+key[4:], cmpOnlyReader{bytes.NewReader(
-			map[bool][]byte{true: cmpZstd(t, next), false: cmpGzip(t, next)}[strings.HasSuffix(key, ".zst")])})
+			map[bool][]byte{true: cmpZstd(t, next), false: s3test.Gzip(next)}[strings.HasSuffix(key, ".zst")])})
 		if openErr != nil || readErr != nil || string(got) != next {
 			t.Errorf("after abandoning %s: got %d bytes, open %v, read %v; want %d bytes", key, len(got), openErr, readErr, len(next))
 		}

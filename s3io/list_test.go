@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/spate-io/beam-s3/internal/fakelist"
+	"github.com/spate-io/beam-s3/internal/s3test"
 )
 
 // listFixture serves keys (sorted here) from the synthetic listing server.
@@ -21,8 +22,7 @@ func listFixture(t *testing.T, keys []string, latency time.Duration) (*fakelist.
 	keys = slices.Compact(slices.Sorted(slices.Values(keys)))
 	srv := fakelist.New(fakelist.Options{Bucket: "lst", N: len(keys), Key: func(i int) string { return keys[i] }, Latency: latency, LogLimit: 100000})
 	t.Cleanup(srv.Close)
-	t.Setenv("AWS_ACCESS_KEY_ID", "test")
-	t.Setenv("AWS_SECRET_ACCESS_KEY", "test")
+	s3test.SetAWSEnv(t, "test", "test")
 	cfg := Config{Bucket: "lst", Endpoint: srv.URL, UsePathStyle: true, Region: "us-east-1"}.withDefaults()
 	return srv, cfg
 }
@@ -322,8 +322,7 @@ func TestListingErrors(t *testing.T) {
 		}
 	}))
 	defer srv.Close()
-	t.Setenv("AWS_ACCESS_KEY_ID", "test")
-	t.Setenv("AWS_SECRET_ACCESS_KEY", "test")
+	s3test.SetAWSEnv(t, "test", "test")
 	cfg := Config{Bucket: "lst", Prefix: "data/", Endpoint: srv.URL, UsePathStyle: true, Region: "us-east-1", Compression: CompressionGzip}
 	st, err := PlanDescriptors(context.Background(), cfg, func(SplitDescriptor) error { return nil })
 	if err != nil || st.Objects != int64(len(keys)) {

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/spate-io/beam-s3/internal/fakelist"
+	"github.com/spate-io/beam-s3/internal/s3test"
 )
 
 // TestPackBounds: the rules that hold whatever the hashes say.
@@ -177,8 +178,7 @@ func TestPackingEditsAreLocal(t *testing.T) {
 // middle, one removed and one overwritten: at most 6 IDs differ between the plans, 2 per
 // edit, and both plans are the same whatever the parallelism.
 func TestReplanChangesFewIDs(t *testing.T) {
-	t.Setenv("AWS_ACCESS_KEY_ID", "test")
-	t.Setenv("AWS_SECRET_ACCESS_KEY", "test")
+	s3test.SetAWSEnv(t, "test", "test")
 	rng := rand.New(rand.NewPCG(21, 4))
 	type object struct {
 		key, etag string

@@ -14,6 +14,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
+	"github.com/spate-io/beam-s3/internal/faultproxy"
 	"github.com/spate-io/beam-s3/internal/s3test"
 	"github.com/spate-io/beam-s3/s3io"
 )
@@ -38,7 +39,7 @@ func TestPipelinePartAfterOverwrite(t *testing.T) {
 		fmt.Fprintf(&big, "big %05d %s\n", i, strings.Repeat("b", recLen-11))
 	}
 	srv.Put(t, "over", "a/big.txt", []byte(big.String()))
-	small, smallRecs := lines("small", 100)
+	small, smallRecs := s3test.NDJSON("small", 100)
 	srv.Put(t, "over", "b/small.ndjson", []byte(small))
 	out, err := srv.Client.HeadObject(context.Background(), &s3.HeadObjectInput{Bucket: aws.String("over"), Key: aws.String("a/big.txt")})
 	if err != nil {
@@ -47,7 +48,7 @@ func TestPipelinePartAfterOverwrite(t *testing.T) {
 	planned := aws.ToString(out.ETag)
 	// The first part stalls on the server; meanwhile the object is overwritten. With one
 	// request in flight the second part is only asked for after the first arrived.
-	srv.SetFault("a/big.txt", s3test.Fault{Range: "bytes=0-", StallAfter: 1, Stall: 2 * time.Second, Times: 1})
+	srv.SetFault("a/big.txt", "bytes=0-", 1, faultproxy.Fault{StallAfter: 1, Stall: 2 * time.Second})
 	go func() {
 		for len(srv.Requests("a/big.txt")) == 0 {
 			time.Sleep(5 * time.Millisecond)
@@ -61,7 +62,7 @@ func TestPipelinePartAfterOverwrite(t *testing.T) {
 	cfg := s3io.Config{Bucket: "over", Endpoint: srv.URL, UsePathStyle: true, PartBytes: part, MaxRequestsInFlight: 1}
 	p, s := beam.NewPipelineWithRoot()
 	recs, failures := s3io.ReadWithFailures(s, cfg)
-	passert.EqualsList(s, beam.ParDo(s, recordString, recs), want)
+	passert.EqualsList(s, beam.ParDo(s, s3test.RecordString, recs), want)
 	passert.EqualsList(s, beam.ParDo(s, failureSummary, failures), []string{fmt.Sprintf("a/big.txt %s overwritten emitted=%d", planned, part/recLen)})
 	pr, err := ptest.RunWithMetrics(p)
 	if err != nil {

@@ -2,7 +2,6 @@ package s3io_test
 
 import (
 	"context"
-	"os"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -43,11 +42,7 @@ func planLines(t *testing.T, cfg s3io.Config) []string {
 	if err := ptest.Run(p); err != nil {
 		t.Fatalf("plan pipeline failed: %v", err)
 	}
-	data, err := os.ReadFile(out)
-	if err != nil {
-		t.Fatal(err)
-	}
-	got := strings.Split(strings.TrimSpace(string(data)), "\n")
+	got := s3test.ReadLines(t, out)
 	sort.Strings(got)
 	return got
 }
@@ -134,7 +129,7 @@ func TestPinnedReadRefusesChangedObjects(t *testing.T) {
 			d := s3io.SplitDescriptor{ID: s3io.SplitID("pins", members), Bucket: "pins", Members: members}
 			p, s := beam.NewPipelineWithRoot()
 			recs := s3io.ReadSplits(s, cfg, beam.Create(s, d))
-			beam.ParDo(s, recordString, recs)
+			beam.ParDo(s, s3test.RecordString, recs)
 			err := ptest.Run(p)
 			if err == nil {
 				t.Fatal("pipeline succeeded reading an object that changed after planning")

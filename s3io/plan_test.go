@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/spate-io/beam-s3/internal/fakelist"
+	"github.com/spate-io/beam-s3/internal/s3test"
 )
 
 func sizedListing(sizes ...int64) []Member {
@@ -105,8 +106,7 @@ func TestPlanSelection(t *testing.T) {
 			return "STANDARD"
 		}, LogLimit: 1000})
 	defer srv.Close()
-	t.Setenv("AWS_ACCESS_KEY_ID", "test")
-	t.Setenv("AWS_SECRET_ACCESS_KEY", "test")
+	s3test.SetAWSEnv(t, "test", "test")
 	archived := func(i int) bool { return i%10 == 3 || i%10 == 7 }
 	for _, tc := range []struct {
 		name   string

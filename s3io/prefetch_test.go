@@ -14,6 +14,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
+	"github.com/spate-io/beam-s3/internal/faultproxy"
 	"github.com/spate-io/beam-s3/internal/s3test"
 )
 
@@ -152,7 +153,7 @@ func TestFetcherOrderBudgetAndRequests(t *testing.T) {
 func TestFetcherDropWhileInFlight(t *testing.T) {
 	const part = 32 << 10
 	fx := newFetchFixture(t, part, 1<<20, 8, []int{8 * part, 3 * part})
-	fx.srv.SetFault("obj-000", s3test.Fault{Range: fmt.Sprintf("bytes=%d-", 2*part), Stall: 10 * time.Second, Times: 1})
+	fx.srv.SetFault("obj-000", fmt.Sprintf("bytes=%d-", 2*part), 1, faultproxy.Fault{Stall: 10 * time.Second})
 
 	f := newFetcher(context.Background(), fx.client, &fx.cfg, "fetch")
 	first := f.add(fx.members[0], 0, fx.members[0].Size).stream()
@@ -270,7 +271,7 @@ func TestCheckpointWhilePartsInFlight(t *testing.T) {
 func TestPartAfterOverwriteIsQuarantined(t *testing.T) {
 	const part = 16 << 10
 	f := newResumeFixture(t, "over.txt", 2000, identity, Config{PartBytes: part, MaxRequestsInFlight: 1})
-	f.srv.SetFault("over.txt", s3test.Fault{Range: "bytes=0-", StallAfter: 1, Stall: 2 * time.Second, Times: 1})
+	f.srv.SetFault("over.txt", "bytes=0-", 1, faultproxy.Fault{StallAfter: 1, Stall: 2 * time.Second})
 	go func() {
 		for len(f.srv.Requests("over.txt")) == 0 {
 			time.Sleep(5 * time.Millisecond)

@@ -18,7 +18,7 @@ func TestMaxRequestsPerSecond(t *testing.T) {
 	srv.CreateBucket(t, "rps")
 	var want []string
 	for i := range objects {
-		text, recs := lines(fmt.Sprintf("o%02d", i), 3)
+		text, recs := s3test.NDJSON(fmt.Sprintf("o%02d", i), 3)
 		srv.Put(t, "rps", fmt.Sprintf("k/%02d.ndjson", i), []byte(text))
 		want = append(want, recs...)
 	}

@@ -19,22 +19,18 @@ import (
 func TestMain(m *testing.M) { ptest.Main(m) }
 
 func init() {
-	register.Function1x1(recordString)
 	register.Function1x1(keyAndData)
 	register.Function1x1(recordID)
 	register.Function1x2(withOne)
 	register.Function2x1(sumInts)
 }
 
-// recordString turns a record into a string so that passert prints readable diffs.
-func recordString(b []byte) string { return string(b) }
-
 // runRead reads cfg with s3io.Read on prism and asserts that the records are exactly want,
 // as a multiset. It returns the pipeline's s3io counters.
 func runRead(t *testing.T, cfg s3io.Config, want []string) map[string]int64 {
 	t.Helper()
 	p, s := beam.NewPipelineWithRoot()
-	got := beam.ParDo(s, recordString, s3io.Read(s, cfg))
+	got := beam.ParDo(s, s3test.RecordString, s3io.Read(s, cfg))
 	if len(want) == 0 {
 		passert.Empty(s, got)
 	} else {
@@ -47,17 +43,6 @@ func runRead(t *testing.T, cfg s3io.Config, want []string) map[string]int64 {
 	return s3test.Counters(pr, s3io.MetricsNamespace)
 }
 
-func lines(prefix string, n int) (text string, recs []string) {
-	var b strings.Builder
-	for i := 0; i < n; i++ {
-		r := fmt.Sprintf(`{"src":%q,"i":%d}`, prefix, i)
-		b.WriteString(r)
-		b.WriteByte('\n')
-		recs = append(recs, r)
-	}
-	return b.String(), recs
-}
-
 func TestReadMixedPrefix(t *testing.T) {
 	f := s3test.New(t)
 	f.CreateBucket(t, "logs")
@@ -66,18 +51,18 @@ func TestReadMixedPrefix(t *testing.T) {
 		f.Put(t, "logs", key, data)
 		want = append(want, recs...)
 	}
-	plain, plainRecs := lines("plain", 500)
+	plain, plainRecs := s3test.NDJSON("plain", 500)
 	add("2026/11/a-plain.ndjson", []byte(plain), plainRecs...)
 
-	g1, g1Recs := lines("gz-member-1", 300)
-	g2, g2Recs := lines("gz-member-2", 200)
+	g1, g1Recs := s3test.NDJSON("gz-member-1", 300)
+	g2, g2Recs := s3test.NDJSON("gz-member-2", 200)
 	add("2026/11/b-multi.json.gz", s3test.Gzip(g1, g2), append(g1Recs, g2Recs...)...)
 
-	z, zRecs := lines("zstd", 400)
+	z, zRecs := s3test.NDJSON("zstd", 400)
 	add("2026/11/c.json.zst", s3test.Zstd(z), zRecs...)
 
 	// Compression found by magic bytes, not by name.
-	m, mRecs := lines("gz-no-extension", 50)
+	m, mRecs := s3test.NDJSON("gz-no-extension", 50)
 	add("2026/11/d-gzip-without-extension", s3test.Gzip(m), mRecs...)
 
 	add("2026/11/e-empty.txt", nil)
@@ -131,7 +116,7 @@ func TestReadManyObjectsManySplits(t *testing.T) {
 	var want []string
 	const objects = 1234
 	for i := 0; i < objects; i++ {
-		text, recs := lines(fmt.Sprintf("obj-%04d", i), 3)
+		text, recs := s3test.NDJSON(fmt.Sprintf("obj-%04d", i), 3)
 		f.Put(t, "many", fmt.Sprintf("p/%04d.ndjson", i), []byte(text))
 		want = append(want, recs...)
 	}

@@ -5,7 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math/rand"
+	"math/rand/v2"
 	"strings"
 	"testing"
 )
@@ -104,7 +104,7 @@ func TestRecordReaderMaxRecordBytes(t *testing.T) {
 					for _, chunked := range []bool{false, true} {
 						var src io.Reader = bytes.NewReader(data)
 						if chunked {
-							src = &frChunkReader{data: data, rng: rand.New(rand.NewSource(int64(limit))), maxChunk: 50000}
+							src = &frChunkReader{data: data, rng: rand.New(rand.NewPCG(uint64(limit), uint64(limit))), maxChunk: 50000}
 						}
 						got, _, err := rrRead(t, fr.framer, src, limit)
 						if over == 0 {
@@ -183,16 +183,16 @@ func TestRecordReaderUnterminatedRecordIsBounded(t *testing.T) {
 func TestRecordReaderRecordsStayUnchanged(t *testing.T) {
 	for _, framer := range []string{"lines", "ndjson", "u32be"} {
 		for seed := int64(1); seed <= 3; seed++ {
-			rng := rand.New(rand.NewSource(seed))
+			rng := rand.New(rand.NewPCG(uint64(seed), uint64(seed)))
 			var want []string
 			for total := 0; total < 5*slabBytes; {
-				n := rng.Intn(3000)
-				if rng.Intn(50) == 0 {
-					n = rng.Intn(3 * slabBytes / 2) // some records larger than a slab
+				n := rng.IntN(3000)
+				if rng.IntN(50) == 0 {
+					n = rng.IntN(3 * slabBytes / 2) // some records larger than a slab
 				}
 				b := make([]byte, n)
 				for i := range b {
-					b[i] = 'a' + byte(rng.Intn(26))
+					b[i] = 'a' + byte(rng.IntN(26))
 				}
 				want = append(want, string(b))
 				total += n + 1
@@ -253,7 +253,7 @@ func TestRecordReaderOffsets(t *testing.T) {
 			}
 			var src io.Reader = bytes.NewReader(c.data)
 			if chunk > 0 {
-				src = &frChunkReader{data: c.data, rng: rand.New(rand.NewSource(int64(chunk))), maxChunk: chunk}
+				src = &frChunkReader{data: c.data, rng: rand.New(rand.NewPCG(uint64(chunk), uint64(chunk))), maxChunk: chunk}
 			}
 			got, offs, err := rrRead(t, c.framer, src, 1<<20)
 			if err != nil {
@@ -270,13 +270,13 @@ func TestRecordReaderOffsets(t *testing.T) {
 		}
 	}
 	// Large random line streams: each offset is the byte where that record's line starts.
-	rng := rand.New(rand.NewSource(42))
+	rng := rand.New(rand.NewPCG(42, 42))
 	var data []byte
 	var wantOffs []int64
 	for len(data) < 3*slabBytes {
 		wantOffs = append(wantOffs, int64(len(data)))
-		data = append(data, strings.Repeat("q", rng.Intn(5000))...)
-		if rng.Intn(2) == 0 {
+		data = append(data, strings.Repeat("q", rng.IntN(5000))...)
+		if rng.IntN(2) == 0 {
 			data = append(data, '\r')
 		}
 		data = append(data, '\n')

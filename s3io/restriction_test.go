@@ -1,11 +1,8 @@
 package s3io
 
 import (
-	"fmt"
 	"math"
-	"math/rand"
 	"reflect"
-	"sort"
 	"testing"
 )
 
@@ -534,216 +531,17 @@ func TestRestrictionValid(t *testing.T) {
 	}
 }
 
-// --- Property test: the reader protocol of sdf.go under random splits. ---
-
-type rtSimDesc struct {
-	counts []int64 // records per member
-	sizes  []int64
-}
-
-type rtSimRun struct {
-	t          *testing.T
-	rng        *rand.Rand
-	d          rtSimDesc
-	splitProb  float64
-	splitsLeft int
-	emitted    map[position]int
-	queue      []restriction
-	trackers   int
-	// residuals split off by checkpoints (fraction 0) and by fractional splits
-	checkpoints, fractional int
-	label                   string
-}
-
-func (s *rtSimRun) fraction() float64 {
-	switch s.rng.Intn(6) {
-	case 0, 1:
-		return 0
-	case 2:
-		return 1
-	default:
-		return s.rng.Float64()
-	}
-}
-
-// maybeSplit splits tr at a random fraction with probability splitProb, checking the
-// primary/residual invariants, and queues the residual.
-func (s *rtSimRun) maybeSplit(tr *tracker, unsplit *bool) {
-	if s.splitsLeft <= 0 || s.rng.Float64() >= s.splitProb {
-		return
-	}
-	s.splitsLeft--
-	before := tr.GetRestriction().(restriction)
-	f := s.fraction()
-	prim, res, err := tr.TrySplit(f)
-	if err != nil {
-		s.t.Fatalf("%s: TrySplit(%v): %v", s.label, f, err)
-	}
-	p := prim.(restriction)
-	if !reflect.DeepEqual(p, tr.GetRestriction()) {
-		s.t.Fatalf("%s: TrySplit primary %+v differs from GetRestriction %+v", s.label, p, tr.GetRestriction())
-	}
-	if err := p.valid(len(s.d.counts)); err != nil {
-		s.t.Fatalf("%s: primary after TrySplit(%v) of %+v: %v", s.label, f, before, err)
-	}
-	if res == nil {
-		if !reflect.DeepEqual(p, before) {
-			s.t.Fatalf("%s: TrySplit(%v) with no residual changed the restriction %+v to %+v", s.label, f, before, p)
-		}
-		return
-	}
-	*unsplit = false
-	if f == 0 {
-		s.checkpoints++
-	} else {
-		s.fractional++
-	}
-	r := res.(restriction)
-	if err := r.valid(len(s.d.counts)); err != nil {
-		s.t.Fatalf("%s: residual after TrySplit(%v) of %+v: %v", s.label, f, before, err)
-	}
-	if p.Start != before.Start || r.End != before.End || p.End != r.Start || r.IsEmpty() {
-		s.t.Fatalf("%s: TrySplit(%v) of %+v gave %+v and %+v", s.label, f, before, p, r)
-	}
-	if f > 0 && r.Start.Index != 0 {
-		s.t.Fatalf("%s: TrySplit(%v) residual %+v starts mid-member", s.label, f, r)
-	}
-	if tr.hasClaimed && !tr.claimed.Less(p.End) {
-		s.t.Fatalf("%s: TrySplit(%v) gave away claimed %v: primary %+v", s.label, f, tr.claimed, p)
-	}
-	if f == 0 && !tr.IsDone() {
-		s.t.Fatalf("%s: IsDone = false after checkpoint, primary %+v", s.label, p)
-	}
-	s.queue = append(s.queue, r)
-}
-
-func (s *rtSimRun) checkProgress(tr *tracker, unsplit bool, total float64, lastDone *float64) {
-	done, rem := tr.GetProgress()
-	if done < 0 || rem < 0 || math.IsNaN(done) || math.IsNaN(rem) {
-		s.t.Fatalf("%s: GetProgress = %v, %v", s.label, done, rem)
-	}
-	if size := tr.GetRestriction().(restriction).size(); done+rem != size {
-		s.t.Fatalf("%s: GetProgress = %v + %v, restriction size %v", s.label, done, rem, size)
-	}
-	if unsplit {
-		if done+rem != total {
-			s.t.Fatalf("%s: unsplit GetProgress = %v + %v, want total %v", s.label, done, rem, total)
-		}
-		if done < *lastDone {
-			s.t.Fatalf("%s: progress went back from %v to %v", s.label, *lastDone, done)
-		}
-		*lastDone = done
-	}
-}
-
-// process runs the reader protocol of readFn.ProcessElement / readMember over rest.
-func (s *rtSimRun) process(rest restriction) {
-	n := len(s.d.counts)
-	if err := rest.valid(n); err != nil {
-		s.t.Fatalf("%s: restriction %+v: %v", s.label, rest, err)
-	}
-	s.trackers++
-	tr := newTracker(rest)
-	unsplit, total, lastDone := true, rest.size(), 0.0
-	step := func() {
-		s.checkProgress(tr, unsplit, total, &lastDone)
-		s.maybeSplit(tr, &unsplit)
-		s.checkProgress(tr, unsplit, total, &lastDone)
-	}
-	finish := func() {
-		if err := tr.GetError(); err != nil {
-			s.t.Fatalf("%s: tracker over %+v: GetError = %v", s.label, rest, err)
-		}
-		if !tr.IsDone() {
-			s.t.Fatalf("%s: tracker over %+v now %+v: IsDone = false at the end", s.label, rest, tr.GetRestriction())
-		}
-		// A done tracker never splits.
-		if _, res, _ := tr.TrySplit(s.fraction()); res != nil {
-			s.t.Fatalf("%s: done tracker split off %+v", s.label, res)
-		}
-	}
-	for m := rest.Start.Member; ; m++ {
-		first := int64(0)
-		if m == rest.Start.Member {
-			first = rest.Start.Index
-		}
-		step()
-		if !tr.TryClaim(position{Member: m, Index: first}) {
-			finish()
-			return
-		}
-		if m >= n {
-			s.t.Fatalf("%s: claimed member %d of %d", s.label, m, n)
-		}
-		// Like readMember, reuse one *Position for the record claims of a member.
-		claim := &position{Member: m}
-		for idx := int64(0); idx < s.d.counts[m]; idx++ {
-			if idx < first {
-				continue
-			}
-			claim.Index = idx
-			if idx > first {
-				step()
-				if !tr.TryClaim(claim) {
-					finish()
-					return
-				}
-			}
-			step()
-			s.emitted[position{Member: m, Index: idx}]++
-		}
-	}
-}
-
+// TestTrackerProtocolProperty runs the reader protocol of sdf.go, claiming bare positions,
+// under random splits and checkpoints (the harness is trackerSim, trackersim_test.go).
 func TestTrackerProtocolProperty(t *testing.T) {
 	const seeds = 2000
 	totalTrackers, checkpoints, fractional := 0, 0, 0
-	for seed := int64(0); seed < seeds; seed++ {
-		rng := rand.New(rand.NewSource(seed))
-		n := 1 + rng.Intn(8)
-		d := rtSimDesc{counts: make([]int64, n), sizes: make([]int64, n)}
-		members := make([]Member, n)
-		for i := range n {
-			d.counts[i] = int64(rng.Intn(7))
-			if rng.Intn(5) > 0 {
-				d.sizes[i] = int64(rng.Intn(1000))
-			}
-			members[i] = Member{Key: fmt.Sprint(i), Size: d.sizes[i]}
-		}
-		s := &rtSimRun{
-			t: t, rng: rng, d: d,
-			splitProb:  []float64{0, 0.05, 0.2, 0.5}[rng.Intn(4)],
-			splitsLeft: 40,
-			emitted:    map[position]int{},
-			label:      fmt.Sprintf("seed %d (counts %v sizes %v)", seed, d.counts, d.sizes),
-		}
-		s.queue = append(s.queue, fullRestriction(SplitDescriptor{Members: members}))
-		for len(s.queue) > 0 {
-			r := s.queue[0]
-			s.queue = s.queue[1:]
-			s.process(r)
-		}
+	for seed := uint64(0); seed < seeds; seed++ {
+		s := newPositionSim(t, seed)
+		s.run()
 		totalTrackers += s.trackers
 		checkpoints += s.checkpoints
 		fractional += s.fractional
-		var want, got []position
-		for m, c := range d.counts {
-			for r := range c {
-				want = append(want, position{Member: m, Index: r})
-			}
-		}
-		for p, c := range s.emitted {
-			for range c {
-				got = append(got, p)
-			}
-		}
-		sort.Slice(got, func(i, j int) bool { return got[i].Less(got[j]) })
-		if len(want) == 0 {
-			want = nil
-		}
-		if !reflect.DeepEqual(got, want) {
-			t.Fatalf("%s: emitted %v, want each of %v exactly once", s.label, got, want)
-		}
 	}
 	// The test must exercise both kinds of split.
 	if checkpoints < 500 || fractional < 500 || totalTrackers != seeds+checkpoints+fractional {

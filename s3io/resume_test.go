@@ -11,6 +11,7 @@ import (
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/sdf"
 
+	"github.com/spate-io/beam-s3/internal/faultproxy"
 	"github.com/spate-io/beam-s3/internal/s3test"
 )
 
@@ -91,14 +92,17 @@ func gzipEnc(b []byte) []byte { return s3test.Gzip(string(b)) }
 
 func zstdEnc(b []byte) []byte { return s3test.Zstd(string(b)) }
 
+// resumeEncodings are the stored forms the resume tests read: named by key, encoded by enc.
+var resumeEncodings = []struct {
+	name string
+	enc  func([]byte) []byte
+}{{"plain.txt", identity}, {"gzip.txt.gz", gzipEnc}, {"zstd.txt.zst", zstdEnc}}
+
 // A checkpoint (fraction 0) after k records hands the residual a resume hint: an
 // uncompressed object is resumed with a ranged GET starting exactly where record k starts,
 // so nothing already read is fetched again; a compressed one skips unframed to it.
 func TestCheckpointResumeReadsNothingTwice(t *testing.T) {
-	for _, tc := range []struct {
-		name string
-		enc  func([]byte) []byte
-	}{{"plain.txt", identity}, {"gzip.txt.gz", gzipEnc}, {"zstd.txt.zst", zstdEnc}} {
+	for _, tc := range resumeEncodings {
 		t.Run(tc.name, func(t *testing.T) {
 			f := newResumeFixture(t, tc.name, 3000, tc.enc, Config{})
 			const k = 1234
@@ -197,15 +201,12 @@ func TestFractionalSplitInsideMember(t *testing.T) {
 // A body that breaks mid-stream is resumed with one ranged GET from the byte where it broke,
 // transparently to the decompressor and the framer.
 func TestBrokenBodyResumesWithRange(t *testing.T) {
-	for _, tc := range []struct {
-		name string
-		enc  func([]byte) []byte
-	}{{"plain.txt", identity}, {"gzip.txt.gz", gzipEnc}, {"zstd.txt.zst", zstdEnc}} {
+	for _, tc := range resumeEncodings {
 		t.Run(tc.name, func(t *testing.T) {
 			f := newResumeFixture(t, tc.name, 3000, tc.enc, Config{})
 			size := f.desc.Members[0].Size
 			cut := size / 3
-			f.srv.SetFault(tc.name, s3test.Fault{AbortAfter: cut, Times: 1})
+			f.srv.SetFault(tc.name, "", 1, faultproxy.Fault{ResetAfter: cut})
 			if got := f.run(t, fullRestriction(f.desc), nil); !slices.Equal(got, f.recs) {
 				t.Fatalf("got %d records, want %d in order", len(got), len(f.recs))
 			}

@@ -10,6 +10,7 @@ import (
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/testing/passert"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/testing/ptest"
 
+	"github.com/spate-io/beam-s3/internal/faultproxy"
 	"github.com/spate-io/beam-s3/internal/s3test"
 	"github.com/spate-io/beam-s3/s3io"
 )
@@ -59,11 +60,11 @@ func TestPrismSplitsAStalledRead(t *testing.T) {
 			}
 			// The fourth 128 KiB part stalls: the records of the three before it are emitted
 			// (and claimed) while it is awaited.
-			srv.SetFault(tc.stalled, s3test.Fault{Range: fmt.Sprintf("bytes=%d-", 3*128<<10), Stall: 1500 * time.Millisecond, Times: 1})
+			srv.SetFault(tc.stalled, fmt.Sprintf("bytes=%d-", 3*128<<10), 1, faultproxy.Fault{Stall: 1500 * time.Millisecond})
 			cfg := s3io.Config{Bucket: "split", Prefix: "d/", Endpoint: srv.URL, UsePathStyle: true,
 				SplitTargetBytes: 1 << 30, InitialSplitBytes: 1 << 30, PartBytes: 128 << 10}
 			p, s := beam.NewPipelineWithRoot()
-			passert.EqualsList(s, beam.ParDo(s, recordString, s3io.Read(s, cfg)), want)
+			passert.EqualsList(s, beam.ParDo(s, s3test.RecordString, s3io.Read(s, cfg)), want)
 			pr, err := ptest.RunWithMetrics(p)
 			if err != nil {
 				t.Fatalf("pipeline failed: %v", err)

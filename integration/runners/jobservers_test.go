@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/spate-io/beam-s3/internal/versitygw"
 )
 
 // repoCache is the repository's .cache directory, where .ci/run builds the prism job server
@@ -31,14 +33,14 @@ func unavailable(t *testing.T, format string, args ...any) {
 	t.Skip(msg)
 }
 
+// freePort is versitygw.FreePort for the test.
 func freePort(t *testing.T) int {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	port, err := versitygw.FreePort()
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
+	return port
 }
 
 // startProcess runs cmd for the test, waits (bounded) until port accepts connections and

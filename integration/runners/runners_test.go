@@ -16,7 +16,6 @@ import (
 	_ "github.com/apache/beam/sdks/v2/go/pkg/beam/io/filesystem/local"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/io/textio"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/options/jobopts"
-	"github.com/apache/beam/sdks/v2/go/pkg/beam/register"
 	_ "github.com/apache/beam/sdks/v2/go/pkg/beam/runners/flink"
 	_ "github.com/apache/beam/sdks/v2/go/pkg/beam/runners/prism"
 	_ "github.com/apache/beam/sdks/v2/go/pkg/beam/runners/universal"
@@ -30,12 +29,6 @@ import (
 
 // TestMain parses Beam's flags and lets this binary serve as a LOOPBACK worker.
 func TestMain(m *testing.M) { ptest.Main(m) }
-
-func init() {
-	register.Function1x1(recordString)
-}
-
-func recordString(b []byte) string { return string(b) }
 
 // target is one runner and how to submit to it.
 type target struct {
@@ -127,17 +120,17 @@ func TestRunners(t *testing.T) {
 			t.Run("mixed prefix", func(t *testing.T) {
 				want := seedMixedPrefix(t, g, "mixed")
 				// Each object's first GET pauses: reads that overlap show parallel tasks.
-				proxy.Decide = func(key string, n int) faultproxy.Action {
+				proxy.Decide = func(key string, n int) faultproxy.Fault {
 					if n == 1 {
-						return faultproxy.Action{StallAfter: 1, Stall: 200 * time.Millisecond}
+						return faultproxy.Fault{StallAfter: 1, Stall: 200 * time.Millisecond}
 					}
-					return faultproxy.Action{}
+					return faultproxy.Fault{}
 				}
 				out := filepath.Join(t.TempDir(), "records.txt")
 				p, s := beam.NewPipelineWithRoot()
 				cfg := s3io.Config{Bucket: "mixed", Prefix: "in/", Endpoint: proxy.URL, UsePathStyle: true,
 					SplitTargetBytes: 64 << 10, InitialSplitBytes: 32 << 10}
-				textio.Write(s, out, beam.ParDo(s, recordString, s3io.Read(s, cfg)))
+				textio.Write(s, out, beam.ParDo(s, s3test.RecordString, s3io.Read(s, cfg)))
 				pr, err := submit(t, tg, endpoint, p)
 				if err != nil {
 					t.Fatalf("%s: pipeline failed: %v", tg.name, err)

@@ -55,13 +55,13 @@ func (r Rates) withDefaults() Rates {
 // concurrent readers send them in (up to the per-key bound, which is spent in arrival order).
 // Every fault — a latency spike included, since a spike that outlasts a reader's timeout
 // fails that attempt — counts toward r.MaxConsecutive and r.MaxPerKey.
-func Chaos(seed uint64, r Rates) func(key, rng string, n int) Action {
+func Chaos(seed uint64, r Rates) func(key, rng string, n int) Fault {
 	r = r.withDefaults()
 	var mu sync.Mutex
 	perKey := map[string]int{}      // faults on a key
 	perRange := map[[2]string]int{} // GETs of a key and Range so far
 	inARow := map[[2]string]int{}   // faults in a row on a key and Range
-	return func(key, rng string, _ int) Action {
+	return func(key, rng string, _ int) Fault {
 		id := [2]string{key, rng}
 		mu.Lock()
 		defer mu.Unlock()
@@ -73,26 +73,26 @@ func Chaos(seed uint64, r Rates) func(key, rng string, n int) Action {
 		u, where := rnd.Float64(), rnd.Float64()
 		if perKey[key] >= r.MaxPerKey || inARow[id] >= r.MaxConsecutive {
 			inARow[id] = 0
-			return Action{}
+			return Fault{}
 		}
-		var act Action
+		var fault Fault
 		switch {
 		case u < r.SlowDown:
-			act = Action{Status: 503, Code: "SlowDown"}
+			fault = Fault{Status: 503, Code: "SlowDown"}
 		case u < r.SlowDown+r.InternalError:
-			act = Action{Status: 500, Code: "InternalError"}
+			fault = Fault{Status: 500, Code: "InternalError"}
 		case u < r.SlowDown+r.InternalError+r.Reset:
-			act = Action{ResetAt: min(max(where, 1e-9), 1-1e-9)}
+			fault = Fault{ResetAt: min(max(where, 1e-9), 1-1e-9)}
 		case u < r.SlowDown+r.InternalError+r.Reset+r.Stall:
-			act = Action{StallAt: max(where, 1e-9), Stall: r.StallFor}
+			fault = Fault{StallAt: max(where, 1e-9), Stall: r.StallFor}
 		case u < r.SlowDown+r.InternalError+r.Reset+r.Stall+r.Delay:
-			act = Action{Delay: r.MaxDelay/4 + time.Duration(where*float64(r.MaxDelay*3/4))}
+			fault = Fault{Delay: r.MaxDelay/4 + time.Duration(where*float64(r.MaxDelay*3/4))}
 		default:
 			inARow[id] = 0
-			return Action{}
+			return Fault{}
 		}
 		perKey[key]++
 		inARow[id]++
-		return act
+		return fault
 	}
 }

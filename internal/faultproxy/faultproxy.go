@@ -20,22 +20,44 @@ import (
 	"time"
 )
 
-// Action is what the fault proxy does with one object GET.
-type Action struct {
-	Status int    // answer with this HTTP status and S3 error Code instead of forwarding
+// Fault is what a test server does to one object GET: the one vocabulary of faults of this
+// module's tests, used by this proxy (Decide, DecideGet, Chaos) and by the in-process S3 of
+// internal/s3test (Server.SetFault). The zero Fault serves the GET untouched.
+type Fault struct {
+	Status int    // answer with this HTTP status and S3 error Code instead of serving the body
 	Code   string //
-	// ResetAfter > 0 forwards, then breaks the connection after this many body bytes.
+	// ResetAfter > 0 serves the body, then breaks the connection after this many bytes.
 	ResetAfter int64
-	// StallAfter and Stall pause the forwarded body.
+	// StallAfter and Stall pause the body for Stall after StallAfter bytes.
 	StallAfter int64
 	Stall      time.Duration
-	// Delay > 0 holds the GET this long before it is answered or forwarded: a latency spike.
+	// Delay > 0 holds the GET this long before it is answered: a latency spike.
 	Delay time.Duration
 	// ResetAt and StallAt, in (0, 1), place the reset or the stall at that fraction of the
-	// forwarded body (its Content-Length), for deciders that do not know a response's size.
+	// body (its Content-Length), for deciders that do not know a response's size.
 	// A reset lands at least one byte in and one byte short of the end; a body too short for
 	// that is not broken. They override ResetAfter and StallAfter.
 	ResetAt, StallAt float64
+}
+
+// Sized returns f with ResetAt and StallAt turned into ResetAfter and StallAfter for a
+// body of size bytes (-1 when its size is unknown).
+func (f Fault) Sized(size int64) Fault {
+	if f.ResetAt > 0 && f.ResetAt < 1 {
+		f.ResetAfter = 0
+		if size >= 2 {
+			f.ResetAfter = min(max(int64(f.ResetAt*float64(size)), 1), size-1)
+		}
+	}
+	if f.StallAt > 0 && f.StallAt < 1 {
+		f.StallAfter = 0
+		if size >= 1 {
+			f.StallAfter = min(int64(f.StallAt*float64(size)), size-1)
+		} else if size == 0 {
+			f.Stall = 0
+		}
+	}
+	return f
 }
 
 // Get is one object GET the proxy saw.
@@ -81,10 +103,10 @@ type Proxy struct {
 	URL      string
 	upstream *url.URL
 	// Decide chooses what to do with the n-th GET of key (1-based); nil forwards all.
-	Decide func(key string, n int) Action
+	Decide func(key string, n int) Fault
 	// DecideGet, when set, is used instead of Decide and also sees the GET's Range header
 	// ("" for a whole-object GET): concurrent ranged GETs of one key are told apart by it.
-	DecideGet func(key, rng string, n int) Action
+	DecideGet func(key, rng string, n int) Fault
 	// Before runs before the n-th GET of key is decided and forwarded.
 	Before func(key string, n int)
 	// RewriteList, when set, rewrites the body of every successful ListObjectsV2 response,
@@ -140,7 +162,7 @@ func (p *Proxy) serve(w http.ResponseWriter, r *http.Request) {
 	// decoding it again would turn a key's "%41" into "A" (and drop one with "%zz").
 	parts := strings.SplitN(strings.TrimPrefix(r.URL.EscapedPath(), "/"), "/", 2)
 	isObjectGet := r.Method == http.MethodGet && len(parts) == 2 && parts[1] != ""
-	var act Action
+	var fault Fault
 	var entry *Get
 	if isObjectGet {
 		key, _ := url.PathUnescape(parts[1])
@@ -164,27 +186,27 @@ func (p *Proxy) serve(w http.ResponseWriter, r *http.Request) {
 		}
 		switch {
 		case decideGet != nil:
-			act = decideGet(key, entry.Range, n)
+			fault = decideGet(key, entry.Range, n)
 		case decide != nil:
-			act = decide(key, n)
+			fault = decide(key, n)
 		}
-		if act.Delay > 0 {
+		if fault.Delay > 0 {
 			p.mu.Lock()
 			entry.Delayed = true
 			p.mu.Unlock()
 			select {
-			case <-time.After(act.Delay):
+			case <-time.After(fault.Delay):
 			case <-r.Context().Done():
 				return
 			}
 		}
-		if act.Status != 0 {
+		if fault.Status != 0 {
 			p.mu.Lock()
-			entry.Status, entry.Injected, entry.code = act.Status, true, act.Code
+			entry.Status, entry.Injected, entry.code = fault.Status, true, fault.Code
 			p.mu.Unlock()
 			w.Header().Set("Content-Type", "application/xml")
-			w.WriteHeader(act.Status)
-			fmt.Fprintf(w, "<Error><Code>%s</Code><Message>injected by the fault proxy</Message></Error>", act.Code)
+			w.WriteHeader(fault.Status)
+			fmt.Fprintf(w, "<Error><Code>%s</Code><Message>injected by the fault proxy</Message></Error>", fault.Code)
 			return
 		}
 	}
@@ -206,35 +228,22 @@ func (p *Proxy) serve(w http.ResponseWriter, r *http.Request) {
 	entry.Status = resp.StatusCode
 	p.mu.Unlock()
 	size := resp.ContentLength // -1 when unknown
-	if act.ResetAt > 0 && act.ResetAt < 1 {
-		act.ResetAfter = 0
-		if size >= 2 {
-			act.ResetAfter = min(max(int64(act.ResetAt*float64(size)), 1), size-1)
-		}
-	}
-	if act.StallAt > 0 && act.StallAt < 1 {
-		act.StallAfter = 0
-		if size >= 1 {
-			act.StallAfter = min(int64(act.StallAt*float64(size)), size-1)
-		} else if size == 0 {
-			act.Stall = 0
-		}
-	}
+	fault = fault.Sized(size)
 	short := func(sent int64) bool { return size < 0 || sent < size } // the body is not all sent
 	buf := make([]byte, 32<<10)
 	var sent int64
 	stalled := false
 	for {
 		limit := int64(len(buf))
-		if act.ResetAfter > 0 {
-			limit = min(limit, act.ResetAfter-sent)
+		if fault.ResetAfter > 0 {
+			limit = min(limit, fault.ResetAfter-sent)
 		}
-		if act.Stall > 0 && !stalled {
-			limit = min(limit, act.StallAfter-sent)
+		if fault.Stall > 0 && !stalled {
+			limit = min(limit, fault.StallAfter-sent)
 		}
 		if limit == 0 {
 			w.(http.Flusher).Flush()
-			if act.Stall > 0 && !stalled {
+			if fault.Stall > 0 && !stalled {
 				stalled = true
 				if short(sent) {
 					p.mu.Lock()
@@ -242,7 +251,7 @@ func (p *Proxy) serve(w http.ResponseWriter, r *http.Request) {
 					p.mu.Unlock()
 				}
 				select {
-				case <-time.After(act.Stall):
+				case <-time.After(fault.Stall):
 				case <-r.Context().Done():
 					return
 				}

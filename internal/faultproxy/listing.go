@@ -20,7 +20,7 @@ package faultproxy
 //     listed key is not the stored one. StoredKeys maps the listed key back to the stored
 //     one, which the test knows (it stored it).
 //
-// The answer to GETs of archived objects is an Action: InvalidObjectState.
+// The answer to GETs of archived objects is an Fault: InvalidObjectState.
 //
 // A rewrite parses the body into a tree that keeps every byte it does not edit (start tags
 // with their attributes, text as escaped, declarations and comments), edits elements of the
@@ -41,7 +41,7 @@ import (
 // (GLACIER, DEEP_ARCHIVE) that is not restored, or in an Intelligent-Tiering archive tier
 // (which listings do not show): 403 with code InvalidObjectState. versitygw has no archive
 // tier and serves every object.
-var InvalidObjectState = Action{Status: http.StatusForbidden, Code: "InvalidObjectState"}
+var InvalidObjectState = Fault{Status: http.StatusForbidden, Code: "InvalidObjectState"}
 
 // ListRequest is one ListObjectsV2 request the proxy saw.
 type ListRequest struct {

@@ -264,11 +264,11 @@ func TestProxyListing(t *testing.T) {
 // InvalidObjectState reaches the SDK as S3's error for an archived object.
 func TestInvalidObjectState(t *testing.T) {
 	p := New(t, fakeS3(t, versityListing).URL)
-	p.Decide = func(key string, n int) Action {
+	p.Decide = func(key string, n int) Fault {
 		if key == "cold/x" || key == "cold/pct%41+%zz" {
 			return InvalidObjectState
 		}
-		return Action{}
+		return Fault{}
 	}
 	c := client(p.URL)
 	_, err := c.GetObject(context.Background(), &s3.GetObjectInput{Bucket: aws.String("b"), Key: aws.String("cold/x")})

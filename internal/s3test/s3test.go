@@ -1,7 +1,9 @@
-// Package s3test is an in-process S3-compatible server for tests: gofakes3 behind a handler
-// that enforces If-Match on object GETs (which gofakes3 ignores), logs every object GET with
-// its Range and the body bytes it served, and injects faults (a stall or an aborted body
-// after N bytes). It is imported by tests only, never by the library.
+// Package s3test is the shared support of this module's tests: an in-process S3-compatible
+// server (gofakes3 behind a handler that enforces If-Match on object GETs, which gofakes3
+// ignores, logs every object GET with its Range and the body bytes it served, and injects
+// the faults of faultproxy.Fault), and helpers for data, pipelines and the environment. It
+// is imported by tests only, never by the library, and so must never import s3io: the
+// library's in-package tests import it.
 package s3test
 
 import (
@@ -11,7 +13,7 @@ import (
 	"encoding/xml"
 	"net/http"
 	"net/http/httptest"
-	"os"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -22,6 +24,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/johannesboyne/gofakes3"
 	"github.com/johannesboyne/gofakes3/backend/s3mem"
+
+	"github.com/spate-io/beam-s3/internal/faultproxy"
 )
 
 // Request is one object GET the server answered.
@@ -32,17 +36,11 @@ type Request struct {
 	At    time.Time // when the server received it
 }
 
-// Fault disturbs the next Times GETs of a key.
-type Fault struct {
-	// StallAfter and Stall pause the body for Stall after StallAfter bytes.
-	StallAfter int64
-	Stall      time.Duration
-	// AbortAfter > 0 breaks the connection after AbortAfter body bytes.
-	AbortAfter int64
-	Times      int
-	// Range, when set, limits the fault to GETs whose Range header starts with it, such as
-	// "bytes=393216-" for the part of an object that starts there.
-	Range string
+// fault disturbs the next times GETs of a key whose Range header starts with rng.
+type fault struct {
+	faultproxy.Fault
+	rng   string
+	times int
 }
 
 // Server is the running server.
@@ -55,14 +53,14 @@ type Server struct {
 	lists   int
 	reqs    []*Request
 	unpin   []string
-	faults  map[string]*Fault
+	faults  map[string]*fault
 }
 
 // New starts a server for the test and points the AWS default credential chain of this
 // process (where prism's loopback workers run) at it.
 func New(t testing.TB) *Server {
 	t.Helper()
-	s := &Server{backend: s3mem.New(), faults: map[string]*Fault{}}
+	s := &Server{backend: s3mem.New(), faults: map[string]*fault{}}
 	inner := gofakes3.New(s.backend).Server()
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method == http.MethodGet && r.URL.Query().Get("list-type") == "2" {
@@ -84,20 +82,23 @@ func New(t testing.TB) *Server {
 		s.reqs = append(s.reqs, &Request{Key: key, Range: r.Header.Get("Range"), At: time.Now()})
 		req := s.reqs[len(s.reqs)-1]
 		s.mu.Unlock()
-		inner.ServeHTTP(&countingWriter{ResponseWriter: w, srv: s, req: req, fault: s.takeFault(key, r.Header.Get("Range"))}, r)
+		f := s.takeFault(key, req.Range)
+		if f != nil && f.Delay > 0 {
+			select {
+			case <-time.After(f.Delay):
+			case <-r.Context().Done():
+				return
+			}
+		}
+		if f != nil && f.Status != 0 {
+			writeError(w, f.Status, f.Code, "injected by s3test")
+			return
+		}
+		inner.ServeHTTP(&countingWriter{ResponseWriter: w, srv: s, req: req, fault: f}, r)
 	}))
 	t.Cleanup(srv.Close)
 	s.URL = srv.URL
-	for k, v := range map[string]string{
-		"AWS_ACCESS_KEY_ID":           "test-access-key",
-		"AWS_SECRET_ACCESS_KEY":       "test-secret-key",
-		"AWS_REGION":                  "us-east-1",
-		"AWS_CONFIG_FILE":             os.DevNull,
-		"AWS_SHARED_CREDENTIALS_FILE": os.DevNull,
-		"AWS_EC2_METADATA_DISABLED":   "true",
-	} {
-		t.Setenv(k, v)
-	}
+	SetAWSEnv(t, "test-access-key", "test-secret-key")
 	s.Client = s3.New(s3.Options{
 		Region:       "us-east-1",
 		BaseEndpoint: aws.String(srv.URL),
@@ -131,37 +132,43 @@ func (s *Server) checkPin(w http.ResponseWriter, r *http.Request, bucket, key st
 	}
 	obj.Contents.Close()
 	if got := `"` + hex.EncodeToString(obj.Hash) + `"`; got != want {
-		w.Header().Set("Content-Type", "application/xml")
-		w.WriteHeader(http.StatusPreconditionFailed)
-		xml.NewEncoder(w).Encode(struct {
-			XMLName xml.Name `xml:"Error"`
-			Code    string
-			Message string
-		}{Code: "PreconditionFailed", Message: "At least one of the pre-conditions you specified did not hold"})
+		writeError(w, http.StatusPreconditionFailed, "PreconditionFailed", "At least one of the pre-conditions you specified did not hold")
 		return false
 	}
 	return true
 }
 
-func (s *Server) takeFault(key, rng string) *Fault {
+// writeError answers with an S3 error document.
+func writeError(w http.ResponseWriter, status int, code, message string) {
+	w.Header().Set("Content-Type", "application/xml")
+	w.WriteHeader(status)
+	xml.NewEncoder(w).Encode(struct {
+		XMLName xml.Name `xml:"Error"`
+		Code    string
+		Message string
+	}{Code: code, Message: message})
+}
+
+func (s *Server) takeFault(key, rng string) *faultproxy.Fault {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	f := s.faults[key]
-	if f == nil || f.Times <= 0 || !strings.HasPrefix(rng, f.Range) {
+	if f == nil || f.times <= 0 || !strings.HasPrefix(rng, f.rng) {
 		return nil
 	}
-	f.Times--
-	c := *f
+	f.times--
+	c := f.Fault
 	return &c
 }
 
-// countingWriter counts body bytes and applies a fault as they pass.
+// countingWriter counts body bytes and applies a fault's reset and stall as they pass.
 type countingWriter struct {
 	http.ResponseWriter
 	srv     *Server
 	req     *Request
 	n       int64
-	fault   *Fault
+	fault   *faultproxy.Fault
+	sized   bool // fault's ResetAt and StallAt are placed
 	stalled bool
 }
 
@@ -175,8 +182,16 @@ func (w *countingWriter) write(p []byte) (int, error) {
 
 func (w *countingWriter) Write(p []byte) (int, error) {
 	f := w.fault
-	if f != nil && f.AbortAfter > 0 && w.n+int64(len(p)) > f.AbortAfter {
-		w.write(p[:f.AbortAfter-w.n])
+	if f != nil && !w.sized {
+		w.sized = true
+		size, err := strconv.ParseInt(w.Header().Get("Content-Length"), 10, 64)
+		if err != nil {
+			size = -1
+		}
+		*f = f.Sized(size)
+	}
+	if f != nil && f.ResetAfter > 0 && w.n+int64(len(p)) > f.ResetAfter {
+		w.write(p[:f.ResetAfter-w.n])
 		w.ResponseWriter.(http.Flusher).Flush()
 		panic(http.ErrAbortHandler) // net/http closes the connection mid-body
 	}
@@ -194,11 +209,12 @@ func (w *countingWriter) Write(p []byte) (int, error) {
 	return w.write(p)
 }
 
-// SetFault disturbs the next f.Times GETs of key.
-func (s *Server) SetFault(key string, f Fault) {
+// SetFault makes the next times GETs of key whose Range header starts with rng ("" for
+// any GET, "bytes=393216-" for the part of an object that starts there) suffer f.
+func (s *Server) SetFault(key, rng string, times int, f faultproxy.Fault) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.faults[key] = &f
+	s.faults[key] = &fault{Fault: f, rng: rng, times: times}
 }
 
 // Requests returns the object GETs of key answered so far (all keys when key is "").

@@ -22,6 +22,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
+
+	"github.com/spate-io/beam-s3/internal/s3test"
 )
 
 // Version is the versitygw release the tests run against; .ci/run installs it.
@@ -216,12 +218,7 @@ func Start(t testing.TB) *Gateway {
 		}
 	})
 
-	t.Setenv("AWS_ACCESS_KEY_ID", AccessKey)
-	t.Setenv("AWS_SECRET_ACCESS_KEY", SecretKey)
-	t.Setenv("AWS_REGION", "us-east-1")
-	t.Setenv("AWS_CONFIG_FILE", os.DevNull)
-	t.Setenv("AWS_SHARED_CREDENTIALS_FILE", os.DevNull)
-	t.Setenv("AWS_EC2_METADATA_DISABLED", "true")
+	s3test.SetAWSEnv(t, AccessKey, SecretKey)
 	return &Gateway{URL: p.URL, Dir: p.Dir, Client: p.Client()}
 }
 
