@@ -27,7 +27,7 @@
 //     "archived" without a request, or are left out with Config.SkipArchived. ReadAll and
 //     PlanAll take s3:// URLs from a PCollection; PlanDescriptors plans outside a pipeline.
 //   - One splittable DoFn. ReadSplits reads descriptors; each one's restriction is a range
-//     of (member ordinal, record index) Positions weighed in stored bytes, so the runner can
+//     of (member ordinal, record index) positions weighed in stored bytes, so the runner can
 //     checkpoint a descriptor and split it between records. Splits prefer object
 //     boundaries; a residual that starts inside an object carries a resume hint, so an
 //     uncompressed object resumes with a ranged GET at the next record instead of at byte 0.
