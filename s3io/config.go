@@ -1,6 +1,7 @@
 package s3io
 
 import (
+	"cmp"
 	"fmt"
 	"net"
 	"net/url"
@@ -164,42 +165,18 @@ type Config struct {
 
 // withDefaults returns c with zero-valued fields replaced by their defaults.
 func (c Config) withDefaults() Config {
-	if c.Framer == "" {
-		c.Framer = DefaultFramer
-	}
-	if c.Compression == "" {
-		c.Compression = CompressionAuto
-	}
-	if c.SplitTargetBytes == 0 {
-		c.SplitTargetBytes = DefaultSplitTargetBytes
-	}
-	if c.InitialSplitBytes == 0 {
-		c.InitialSplitBytes = c.SplitTargetBytes
-	}
-	if c.MaxSplitMembers == 0 {
-		c.MaxSplitMembers = DefaultMaxSplitMembers
-	}
-	if c.MaxRecordBytes == 0 {
-		c.MaxRecordBytes = DefaultMaxRecordBytes
-	}
-	if c.MaxAttempts == 0 {
-		c.MaxAttempts = DefaultMaxAttempts
-	}
-	if c.ReadTimeout == 0 {
-		c.ReadTimeout = DefaultReadTimeout
-	}
-	if c.ReadBufferBytes == 0 {
-		c.ReadBufferBytes = DefaultReadBufferBytes
-	}
-	if c.PartBytes == 0 {
-		c.PartBytes = DefaultPartBytes
-	}
-	if c.MaxRequestsInFlight == 0 {
-		c.MaxRequestsInFlight = DefaultMaxRequestsInFlight
-	}
-	if c.ListParallelism == 0 {
-		c.ListParallelism = DefaultListParallelism
-	}
+	c.Framer = cmp.Or(c.Framer, DefaultFramer)
+	c.Compression = cmp.Or(c.Compression, CompressionAuto)
+	c.SplitTargetBytes = cmp.Or(c.SplitTargetBytes, DefaultSplitTargetBytes)
+	c.InitialSplitBytes = cmp.Or(c.InitialSplitBytes, c.SplitTargetBytes)
+	c.MaxSplitMembers = cmp.Or(c.MaxSplitMembers, DefaultMaxSplitMembers)
+	c.MaxRecordBytes = cmp.Or(c.MaxRecordBytes, DefaultMaxRecordBytes)
+	c.MaxAttempts = cmp.Or(c.MaxAttempts, DefaultMaxAttempts)
+	c.ReadTimeout = cmp.Or(c.ReadTimeout, DefaultReadTimeout)
+	c.ReadBufferBytes = cmp.Or(c.ReadBufferBytes, DefaultReadBufferBytes)
+	c.PartBytes = cmp.Or(c.PartBytes, DefaultPartBytes)
+	c.MaxRequestsInFlight = cmp.Or(c.MaxRequestsInFlight, DefaultMaxRequestsInFlight)
+	c.ListParallelism = cmp.Or(c.ListParallelism, DefaultListParallelism)
 	return c
 }
 
