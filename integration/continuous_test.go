@@ -108,7 +108,12 @@ func TestReadContinuously(t *testing.T) {
 
 	// The schedule outlasts the gated refreshes whatever the machine's speed: later ticks
 	// queue behind the held LISTs and then list an unchanged prefix, reading nothing.
-	interval := time.Second
+	// Three seconds, not one: refresh k+1's LIST is held until refresh k's records are all
+	// emitted, and with a one-second interval that hold (long under the race detector or a
+	// loaded machine) sometimes had prism fire refresh k's forget timers before it processed
+	// refresh k+1's sightings, so every key was forgotten and read again (README, "Watching
+	// a prefix"). A longer interval keeps the hold short.
+	interval := 3 * time.Second
 	pl, s := beam.NewPipelineWithRoot()
 	cfg := s3io.Config{Bucket: "watch", Prefix: "in/", Endpoint: p.URL, UsePathStyle: true}
 	records, failures := s3io.ReadContinuouslyWithFailures(s, cfg, interval, time.Now().Add(6*interval))
