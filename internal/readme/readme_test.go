@@ -1,28 +1,26 @@
 // Package readme tests that README.md works as written: every Go block is a whole file that
 // compiles against this module, the quick-start pipeline is complete, the paths the Layout
-// section names exist, and the API and Configuration tables match the package.
+// section names exist, and the relative links of the README and docs/ lead somewhere. The
+// API and every Config field are documented in godoc only, so nothing here compares them.
 package readme
 
 import (
 	"bufio"
 	"bytes"
 	"fmt"
-	"go/ast"
 	"go/parser"
 	"go/token"
 	"os"
 	"os/exec"
 	"path"
 	"path/filepath"
-	"reflect"
 	"regexp"
 	"runtime"
 	"slices"
 	"strconv"
 	"strings"
 	"testing"
-
-	"github.com/spate-io/beam-s3/s3io"
+	"unicode"
 )
 
 // repoRoot is the module's root, two levels above this file.
@@ -269,9 +267,9 @@ func isPath(s string) bool {
 }
 
 // TestLayout checks the README's "## Layout": every file and directory it names exists,
-// a bare file name counting as one in the directory its bullet begins with, and the s3io
+// a bare file name counting as one in the directory its bullet begins with, the s3io
 // bullet names every non-test Go file of s3io/ (a pattern such as partbuf_*.go covers the
-// files it matches).
+// files it matches), and every package directory under s3io/internal/ is named.
 func TestLayout(t *testing.T) {
 	root := repoRoot(t)
 	bullets := layoutBullets(t, readme(t))
@@ -279,6 +277,7 @@ func TestLayout(t *testing.T) {
 		t.Fatal(`README.md's "## Layout" section has no bullets`)
 	}
 	var s3ioNames []string
+	namedDirs := map[string]bool{} // every path named, without a trailing slash
 	for _, b := range bullets {
 		var base string // the directory the bullet is about: its first path
 		for _, m := range codeSpan.FindAllStringSubmatch(b.text, -1) {
@@ -292,6 +291,7 @@ func TestLayout(t *testing.T) {
 			} else if !strings.Contains(p, "/") {
 				rel = path.Join(base, p) // a bare file name: in the bullet's directory
 			}
+			namedDirs[strings.TrimSuffix(rel, "/")] = true
 			if base == "s3io" && !strings.Contains(p, "/") {
 				s3ioNames = append(s3ioNames, p)
 			}
@@ -326,129 +326,105 @@ func TestLayout(t *testing.T) {
 	if len(missing) > 0 {
 		t.Errorf("the Layout section's s3io bullet does not name these non-test Go files of s3io/: %s", strings.Join(missing, ", "))
 	}
-}
 
-// TestConfigTable checks that the "## Configuration" table has a row for every exported
-// field of s3io.Config, with its valid values, and no row for a field that does not exist.
-func TestConfigTable(t *testing.T) {
-	lines := readme(t)
-	start := slices.IndexFunc(lines, func(l string) bool { return strings.TrimSpace(l) == "## Configuration" })
-	if start < 0 {
-		t.Fatal(`README.md has no "## Configuration" section`)
+	internal, err := os.ReadDir(filepath.Join(root, "s3io", "internal"))
+	if err != nil && !os.IsNotExist(err) {
+		t.Fatal(err)
 	}
-	documented := map[string]int{} // field → README line
-	for i := start + 1; i < len(lines) && !strings.HasPrefix(lines[i], "## "); i++ {
-		cells := strings.Split(lines[i], " | ")
-		if !strings.HasPrefix(lines[i], "| `") || len(cells) < 4 {
-			continue
-		}
-		for _, m := range codeSpan.FindAllStringSubmatch(cells[0], -1) {
-			documented[m[1]] = i + 1
-		}
-		if strings.TrimSpace(cells[2]) == "" {
-			t.Errorf("README.md:%d: the Configuration row of %s gives no valid values", i+1, cells[0][2:])
-		}
-	}
-	fields := map[string]bool{}
-	typ := reflect.TypeFor[s3io.Config]()
-	for i := range typ.NumField() {
-		if f := typ.Field(i); f.IsExported() {
-			fields[f.Name] = true
-			if _, ok := documented[f.Name]; !ok {
-				t.Errorf("the Configuration table has no row for s3io.Config.%s", f.Name)
-			}
-		}
-	}
-	for name, line := range documented {
-		if !fields[name] {
-			t.Errorf("README.md:%d: the Configuration table documents %s, which s3io.Config does not have", line, name)
+	for _, e := range internal {
+		if dir := "s3io/internal/" + e.Name(); e.IsDir() && !namedDirs[dir] {
+			t.Errorf("the Layout section has no bullet for the package `%s/`", dir)
 		}
 	}
 }
 
-// TestAPITable checks that the "## API" section's tables name every exported identifier of
-// package s3io (functions, types, constants, variables), and that the first column of each
-// row names only identifiers that exist: go doc and the README show the same API.
-func TestAPITable(t *testing.T) {
-	exported := s3ioExported(t)
-	lines := readme(t)
-	start := slices.IndexFunc(lines, func(l string) bool { return strings.TrimSpace(l) == "## API" })
-	if start < 0 {
-		t.Fatal(`README.md has no "## API" section`)
-	}
-	leading := regexp.MustCompile(`^[A-Z][A-Za-z0-9]*`)
-	named := map[string]bool{}
-	for i := start + 1; i < len(lines) && !strings.HasPrefix(lines[i], "## "); i++ {
-		if !strings.HasPrefix(lines[i], "| `") {
-			continue
-		}
-		cells := strings.Split(lines[i], " | ")
-		for c, cell := range cells {
-			for _, m := range codeSpan.FindAllStringSubmatch(cell, -1) {
-				id := leading.FindString(m[1])
-				if id == "" {
-					continue
-				}
-				named[id] = true
-				if c == 0 && !exported[id] {
-					t.Errorf("README.md:%d: the API table names `%s`, which package s3io does not export", i+1, id)
-				}
-			}
-		}
-	}
-	var missing []string
-	for id := range exported {
-		if !named[id] {
-			missing = append(missing, id)
-		}
-	}
-	slices.Sort(missing)
-	if len(missing) > 0 {
-		t.Errorf("the API tables do not name these exported identifiers of s3io (document them, or unexport them): %s", strings.Join(missing, ", "))
-	}
-}
+// mdLink is an inline Markdown link or image: its target, without a title.
+var mdLink = regexp.MustCompile(`\]\(([^)\s]+)\)`)
 
-// s3ioExported returns the exported top-level identifiers of package s3io's non-test files.
-func s3ioExported(t *testing.T) map[string]bool {
-	t.Helper()
-	dir := filepath.Join(repoRoot(t), "s3io")
-	files, err := filepath.Glob(filepath.Join(dir, "*.go"))
+// TestLinks checks that every relative link of README.md and docs/*.md leads to a file of
+// the repository and, with a #fragment, to a heading of that file, as GitHub renders them;
+// and that the README links both pages of docs/.
+func TestLinks(t *testing.T) {
+	root := repoRoot(t)
+	pages, err := filepath.Glob(filepath.Join(root, "docs", "*.md"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	out := map[string]bool{}
-	fset := token.NewFileSet()
-	for _, name := range files {
-		if strings.HasSuffix(name, "_test.go") {
-			continue
-		}
-		f, err := parser.ParseFile(fset, name, nil, parser.SkipObjectResolution)
+	pages = append([]string{filepath.Join(root, "README.md")}, pages...)
+	linked := map[string]bool{} // repository paths the README links
+	for _, page := range pages {
+		data, err := os.ReadFile(page)
 		if err != nil {
 			t.Fatal(err)
 		}
-		for _, decl := range f.Decls {
-			switch d := decl.(type) {
-			case *ast.FuncDecl:
-				if d.Recv == nil && d.Name.IsExported() {
-					out[d.Name.Name] = true
+		rel, _ := filepath.Rel(root, page)
+		for i, l := range strings.Split(string(data), "\n") {
+			for _, m := range mdLink.FindAllStringSubmatch(l, -1) {
+				target := m[1]
+				if strings.Contains(target, "://") || strings.HasPrefix(target, "mailto:") {
+					continue
 				}
-			case *ast.GenDecl:
-				for _, spec := range d.Specs {
-					switch sp := spec.(type) {
-					case *ast.TypeSpec:
-						if sp.Name.IsExported() {
-							out[sp.Name.Name] = true
-						}
-					case *ast.ValueSpec:
-						for _, n := range sp.Names {
-							if n.IsExported() {
-								out[n.Name] = true
-							}
-						}
-					}
+				file, fragment, _ := strings.Cut(target, "#")
+				dest := page
+				if file != "" {
+					dest = filepath.Join(filepath.Dir(page), filepath.FromSlash(file))
+				}
+				if _, err := os.Stat(dest); err != nil {
+					t.Errorf("%s:%d: the link %s leads to no file", rel, i+1, target)
+					continue
+				}
+				if destRel, err := filepath.Rel(root, dest); err == nil && rel == "README.md" {
+					linked[filepath.ToSlash(destRel)] = true
+				}
+				if fragment != "" && !slices.Contains(anchors(t, dest), fragment) {
+					t.Errorf("%s:%d: the link %s names no heading of %s", rel, i+1, target, filepath.Base(dest))
 				}
 			}
 		}
+	}
+	for _, want := range []string{"docs/design.md", "docs/performance.md"} {
+		if !linked[want] {
+			t.Errorf("README.md does not link %s", want)
+		}
+	}
+}
+
+// anchors returns the fragment GitHub gives each heading of a Markdown file: lowercased,
+// spaces as hyphens, punctuation other than hyphens and underscores dropped, and -1, -2...
+// after a repeated one. Code blocks are skipped.
+func anchors(t *testing.T, file string) []string {
+	t.Helper()
+	data, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	seen := map[string]int{}
+	fenced := false
+	for _, l := range strings.Split(string(data), "\n") {
+		if strings.HasPrefix(strings.TrimLeft(l, " "), "```") {
+			fenced = !fenced
+		}
+		if fenced || !strings.HasPrefix(l, "#") {
+			continue
+		}
+		heading := strings.TrimSpace(strings.TrimLeft(l, "#"))
+		var b strings.Builder
+		for _, r := range strings.ToLower(heading) {
+			switch {
+			case r == ' ':
+				b.WriteRune('-')
+			case r == '-' || r == '_' || unicode.IsLetter(r) || unicode.IsDigit(r):
+				b.WriteRune(r)
+			}
+		}
+		slug := b.String()
+		if n := seen[slug]; n > 0 {
+			out = append(out, slug+"-"+strconv.Itoa(n))
+		} else {
+			out = append(out, slug)
+		}
+		seen[slug]++
 	}
 	return out
 }
