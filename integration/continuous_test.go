@@ -111,7 +111,7 @@ func TestReadContinuously(t *testing.T) {
 	// Three seconds, not one: refresh k+1's LIST is held until refresh k's records are all
 	// emitted, and with a one-second interval that hold (long under the race detector or a
 	// loaded machine) sometimes had prism fire refresh k's forget timers before it processed
-	// refresh k+1's sightings, so every key was forgotten and read again (README, "Watching
+	// refresh k+1's sightings, so every key was forgotten and read again (docs/design.md, "Watching
 	// a prefix"). A longer interval keeps the hold short.
 	interval := 3 * time.Second
 	pl, s := beam.NewPipelineWithRoot()

@@ -23,8 +23,8 @@ func init() {
 // the other members of the one or two descriptors around each.
 //
 // A split is done when a run read it without a Failure: the IDs that run planned, less
-// the SplitIDs of its Failures (see the README for a pipeline that writes both with textio
-// and a second one that reads them back). Records of a split that failed midway are read
+// the SplitIDs of its Failures (ExamplePlan writes both with textio, ExampleExcept reads them
+// back; examples/incremental runs the two passes). Records of a split that failed midway are read
 // again: deduplicate on ReadWithPositions' identity where that matters.
 //
 // Counters splits_already_read and splits_left say how the plan divided.
