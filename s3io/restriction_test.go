@@ -1,10 +1,33 @@
 package s3io
 
 import (
+	"fmt"
 	"math"
 	"reflect"
 	"testing"
 )
+
+// Bit widths of a packed position: 2^20 members and 2^43 records per object, more than the
+// 5 TiB S3 object limit holds even as one-byte records. Packing is what a position's order
+// would take as one int64; only these tests use it, to check that the order is total.
+const (
+	memberBits = 20
+	recordBits = 43
+)
+
+// pack encodes p into one int64 that orders like p: the member in the high 20 bits, the
+// record index in the low 43. It fails for a position outside those widths.
+func (p position) pack() (int64, error) {
+	if p.Member < 0 || p.Member >= 1<<memberBits || p.Index < 0 || p.Index >= 1<<recordBits {
+		return 0, fmt.Errorf("s3io: %v does not fit a packed position (members < 2^%d, records < 2^%d)", p, memberBits, recordBits)
+	}
+	return int64(p.Member)<<recordBits | p.Index, nil
+}
+
+// unpackPosition is the inverse of position.pack.
+func unpackPosition(v int64) position {
+	return position{Member: int(v >> recordBits), Index: v & (1<<recordBits - 1)}
+}
 
 func rtPos(m int, r int64) position { return position{Member: m, Index: r} }
 
