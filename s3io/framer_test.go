@@ -9,7 +9,7 @@ import (
 	"testing"
 )
 
-// frameAll runs f over data the way recordReader does with the whole stream buffered and
+// frameAll runs f over data the way the decode layer's RecordReader does with the whole stream buffered and
 // atEOF set, returning the records as strings.
 func frameAll(t *testing.T, f RecordFramer, data []byte) ([]string, error) {
 	t.Helper()

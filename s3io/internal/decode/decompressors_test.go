@@ -78,7 +78,7 @@ func openAll(d *Decompressors, mode Compression, key string, src io.Reader) (out
 	return out, nil, err
 }
 
-func TestCompressionFor(t *testing.T) {
+func TestDetect(t *testing.T) {
 	gz := []byte{0x1f, 0x8b, 0x08, 0x00}
 	zs := []byte{0x28, 0xb5, 0x2f, 0xfd}
 	plain := []byte("abcd")
@@ -260,7 +260,7 @@ func TestDecompressorsCorrupt(t *testing.T) {
 	}
 }
 
-// failingSource serves data up to cut bytes, then fails as pinnedReader does when the
+// failingSource serves data up to cut bytes, then fails as fetch.PinnedReader does when the
 // S3 body breaks.
 type failingSource struct {
 	data  []byte

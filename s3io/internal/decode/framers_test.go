@@ -11,7 +11,7 @@ import (
 	"testing"
 )
 
-// frameAll runs f over data the way recordReader does with the whole stream buffered and
+// frameAll runs f over data the way RecordReader does with the whole stream buffered and
 // atEOF set, returning the records as strings.
 func frameAll(t *testing.T, f Framer, data []byte) ([]string, error) {
 	t.Helper()
@@ -263,7 +263,7 @@ func TestFramerRecordsDoNotAlias(t *testing.T) {
 	}
 }
 
-// --- Fuzzing: recordReader over randomly chunked input versus reference framings. ---
+// --- Fuzzing: RecordReader over randomly chunked input versus reference framings. ---
 
 // chunkReader serves data in random chunks of 1..maxChunk bytes, sometimes returning 0
 // bytes with a nil error.
@@ -381,7 +381,7 @@ func FuzzFramers(f *testing.F) {
 	f.Fuzz(fuzzBody)
 }
 
-// fuzzBody reads data with each built-in framer through a recordReader fed in random
+// fuzzBody reads data with each built-in framer through a RecordReader fed in random
 // chunks, and compares records, offsets and truncation errors with the reference framings.
 func fuzzBody(t *testing.T, data []byte, seed int64) {
 	if len(data) > 1<<16 {

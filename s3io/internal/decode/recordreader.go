@@ -152,6 +152,3 @@ func (r *RecordReader) fill() error {
 	}
 	return err
 }
-
-// Offset returns the stream offset just past the last record Next returned or skipped.
-func (r *RecordReader) Offset() int64 { return r.offset }

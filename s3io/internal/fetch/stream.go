@@ -72,9 +72,6 @@ func (s *Stream) readTail(p []byte) (int, error) {
 // Consumed returns how many bytes Read has returned.
 func (s *Stream) Consumed() int64 { return s.pos - s.of.from }
 
-// From returns the object offset of the stream's first byte.
-func (s *Stream) From() int64 { return s.of.from }
-
 // Close releases what the stream holds and drops the object's remaining parts.
 func (s *Stream) Close() {
 	if s.cur != nil {
