@@ -26,8 +26,8 @@ type reader struct {
 	// pool holds the part buffers of this instance's reads, one restriction at a time, so
 	// that a restriction's read reuses what the one before released.
 	pool *fetch.Pool
-	// decs holds idle decoders: objects are decoded several at a time (Config.decoding), each with its
-	// own, and a zstd decoder's buffers are worth reusing.
+	// decs holds idle decoders: objects are decoded several at a time (Config.decoding),
+	// each with its own, and a zstd decoder's buffers are worth reusing.
 	decsMu sync.Mutex
 	decs   []*decode.Decompressors
 }
