@@ -7,6 +7,8 @@ import (
 	"net/url"
 	"strings"
 	"time"
+
+	"github.com/spate-io/beam-s3/s3io/internal/fetch"
 )
 
 // Compression names how object bytes are decompressed before framing.
@@ -41,18 +43,12 @@ const (
 	DefaultListParallelism = 16
 )
 
-// Objects are decoded decodeAhead at a time beyond the one being emitted, each into a window
-// of at most decodeWindowBytes of framed records, so that decompression runs on other cores
-// than the one emitting. Those windows come out of Config.ReadBufferBytes.
+// Hard limits: maxSplitMembersLimit bounds what one descriptor and its restriction take in
+// the runner's memory and on the wire whatever MaxSplitMembers asks (a restriction carries
+// 8 bytes of weight per member: 8 MiB at the limit), and maxRecordBytesLimit keeps a record
+// buffer allocatable.
 const (
-	decodeAhead       = 1
-	decodeWindowBytes = 4 << 20
-)
-
-// Hard limits that keep a position packable into an int64 (see position.pack) and a
-// record buffer allocatable.
-const (
-	maxSplitMembersLimit = 1 << memberBits
+	maxSplitMembersLimit = 1 << 20
 	maxRecordBytesLimit  = 1 << 30
 )
 
@@ -289,15 +285,29 @@ func (c Config) listPrefix(prefix string) (string, error) {
 	return "", fmt.Errorf("s3io: Config.Match %q selects only keys under %q, and the prefix %q has none of them: nothing could be read", c.Match, lit, prefix)
 }
 
-// decodeWindows is what the decoding windows take of Config.ReadBufferBytes; the rest
-// bounds the fetched parts.
+// A reader's memory: objects are decoded decodeAhead at a time beyond the one being emitted,
+// each into a window of at most decodeWindowBytes of framed records, so that decompression
+// runs on other cores than the one emitting. Those windows come out of ReadBufferBytes;
+// the rest (fetchBudget) bounds the fetched parts, and must hold at least a small one.
 const (
+	decodeAhead        = 1
+	decodeWindowBytes  = 4 << 20
 	decodeWindows      = (decodeAhead + 1) * decodeWindowBytes
 	minReadBufferBytes = decodeWindows + 64<<10
 )
 
 // fetchBudget is the bytes a reader may hold in fetched parts.
 func (c *Config) fetchBudget() int64 { return c.ReadBufferBytes - decodeWindows }
+
+// decoding returns how many objects a reader decodes ahead of the one it emits, and the
+// bytes of framed records each may hold.
+func (c *Config) decoding() (ahead, windowBytes int) { return decodeAhead, decodeWindowBytes }
+
+// fetchSettings are what c says of the fetch layer's reads.
+func (c *Config) fetchSettings() fetch.Settings {
+	return fetch.Settings{ReadTimeout: c.ReadTimeout, MaxAttempts: c.MaxAttempts, VerifyChecksums: c.VerifyChecksums,
+		PartBytes: c.PartBytes, MaxRequestsInFlight: c.MaxRequestsInFlight}
+}
 
 // validateBucketName applies the general-purpose bucket naming rules, so that a typo fails
 // at construction instead of as a signature or DNS error on a worker.

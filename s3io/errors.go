@@ -10,6 +10,9 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws/retry"
 	"github.com/aws/smithy-go"
 	smithyhttp "github.com/aws/smithy-go/transport/http"
+
+	"github.com/spate-io/beam-s3/s3io/internal/decode"
+	"github.com/spate-io/beam-s3/s3io/internal/fetch"
 )
 
 // Every error value of the package, and how a failed read is classified: fatal (the job
@@ -43,22 +46,6 @@ var reasons = []Reason{ReasonDeleted, ReasonOverwritten, ReasonCorrupt, ReasonRe
 
 // ErrArchived is the cause of a Failure with reason "archived" that the listing foresaw.
 var ErrArchived = errors.New("s3io: the object is archived")
-
-// ErrCorrupt marks an object whose compressed bytes cannot be decoded.
-var ErrCorrupt = errors.New("s3io: corrupt compressed data")
-
-// ErrTruncatedRecord reports an object that ends inside a record whose length was declared,
-// such as a u32be record cut short.
-var ErrTruncatedRecord = errors.New("s3io: object ends inside a record")
-
-// ErrRecordTooLarge reports a record longer than Config.MaxRecordBytes.
-var ErrRecordTooLarge = errors.New("s3io: record exceeds Config.MaxRecordBytes")
-
-// errFramer marks an object its framer could not cut into records.
-var errFramer = errors.New("s3io: framing failed")
-
-// errBodyStalled marks a body that sent nothing for Config.ReadTimeout.
-var errBodyStalled = errors.New("s3io: response body stalled")
 
 // errListXML is what the fast parser returns for anything it does not decode; the caller
 // only needs to know to use the SDK's decoder instead, which reports the precise error.
@@ -172,9 +159,9 @@ func classify(err error) (fatal bool, reason Reason) {
 	switch {
 	case isCredentialError(err), errors.Is(err, context.Canceled):
 		return true, ""
-	case errors.Is(err, ErrCorrupt), errors.Is(err, ErrTruncatedRecord), errors.Is(err, errFramer):
+	case errors.Is(err, decode.ErrCorrupt), errors.Is(err, decode.ErrTruncatedRecord), errors.Is(err, decode.ErrFramer):
 		return false, ReasonCorrupt
-	case errors.Is(err, ErrRecordTooLarge):
+	case errors.Is(err, decode.ErrRecordTooLarge):
 		return false, ReasonRecordTooLarge
 	case errors.Is(err, ErrArchived):
 		return false, ReasonArchived
@@ -184,9 +171,9 @@ func classify(err error) (fatal bool, reason Reason) {
 
 // attemptsOf returns how many attempts the failed read made.
 func attemptsOf(err error) int {
-	var src *sourceReadError
+	var src *fetch.ReadError
 	if errors.As(err, &src) {
-		return src.attempts
+		return src.Attempts
 	}
 	var m *retry.MaxAttemptsError
 	if errors.As(err, &m) {

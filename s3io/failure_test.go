@@ -11,6 +11,9 @@ import (
 
 	"github.com/aws/smithy-go"
 	smithyhttp "github.com/aws/smithy-go/transport/http"
+
+	"github.com/spate-io/beam-s3/s3io/internal/decode"
+	"github.com/spate-io/beam-s3/s3io/internal/fetch"
 )
 
 func apiErr(code string, status int) error {
@@ -41,11 +44,11 @@ func TestClassify(t *testing.T) {
 		{fmt.Errorf("%w: GLACIER", ErrArchived), false, ReasonArchived},
 		{apiErr("SlowDown", 503), false, ReasonUnreadable},
 		{apiErr("InternalError", 500), false, ReasonUnreadable},
-		{&sourceReadError{attempts: 8, err: io.ErrUnexpectedEOF}, false, ReasonUnreadable},
-		{corruptError("gzip", errors.New("invalid header")), false, ReasonCorrupt},
-		{fmt.Errorf("%w: x", ErrTruncatedRecord), false, ReasonCorrupt},
-		{fmt.Errorf("%w at byte 3: %w", errFramer, errors.New("custom framer says no")), false, ReasonCorrupt},
-		{fmt.Errorf("%w: big", ErrRecordTooLarge), false, ReasonRecordTooLarge},
+		{&fetch.ReadError{Attempts: 8, Err: io.ErrUnexpectedEOF}, false, ReasonUnreadable},
+		{fmt.Errorf("%w: gzip: %v", decode.ErrCorrupt, errors.New("invalid header")), false, ReasonCorrupt},
+		{fmt.Errorf("%w: x", decode.ErrTruncatedRecord), false, ReasonCorrupt},
+		{fmt.Errorf("%w at byte 3: %w", decode.ErrFramer, errors.New("custom framer says no")), false, ReasonCorrupt},
+		{fmt.Errorf("%w: big", decode.ErrRecordTooLarge), false, ReasonRecordTooLarge},
 		{errors.New("failed to retrieve credentials: no provider"), true, ""},
 		{context.Canceled, true, ""},
 	} {

@@ -1,11 +1,11 @@
 package s3io
 
 import (
-	"bytes"
-	"encoding/binary"
 	"fmt"
 	"sort"
 	"sync"
+
+	"github.com/spate-io/beam-s3/s3io/internal/decode"
 )
 
 // RecordFramer cuts a decompressed byte stream into records. It is a bufio.SplitFunc grown
@@ -35,11 +35,16 @@ func (f FramerFunc) Frame(data []byte, atEOF bool) (int, []byte, error) { return
 var framers = struct {
 	sync.RWMutex
 	m map[string]func() RecordFramer
-}{m: map[string]func() RecordFramer{
-	"lines":  func() RecordFramer { return FramerFunc(frameLines) },
-	"ndjson": func() RecordFramer { return FramerFunc(frameNDJSON) },
-	"u32be":  func() RecordFramer { return FramerFunc(frameU32BE) },
-}}
+}{m: builtinFramers()}
+
+// builtinFramers are the framers of package decode, registered under their names.
+func builtinFramers() map[string]func() RecordFramer {
+	m := map[string]func() RecordFramer{}
+	for name, newFramer := range decode.Builtins() {
+		m[name] = func() RecordFramer { return newFramer() }
+	}
+	return m
+}
 
 // RegisterFramer makes a framer available as Config.Framer = name. Call it from an init
 // function: Beam workers run the same binary as the launcher, and look the framer up by name
@@ -77,56 +82,4 @@ func framerNames() []string {
 	}
 	sort.Strings(names)
 	return names
-}
-
-// frameLines yields LF-terminated lines without the LF and without one trailing CR. A last
-// line without a newline is a record; an empty object has none.
-func frameLines(data []byte, atEOF bool) (int, []byte, error) {
-	if i := bytes.IndexByte(data, '\n'); i >= 0 {
-		return i + 1, dropCR(data[:i]), nil
-	}
-	if atEOF && len(data) > 0 {
-		return len(data), dropCR(data), nil
-	}
-	return 0, nil, nil
-}
-
-// frameNDJSON is frameLines without blank lines, which NDJSON producers often leave between
-// documents and which no decoder wants.
-func frameNDJSON(data []byte, atEOF bool) (int, []byte, error) {
-	n, rec, err := frameLines(data, atEOF)
-	if rec != nil && isBlank(rec) {
-		return n, nil, err
-	}
-	return n, rec, err
-}
-
-// frameU32BE yields records prefixed by their length as a 4-byte big-endian integer.
-func frameU32BE(data []byte, atEOF bool) (int, []byte, error) {
-	if len(data) >= 4 {
-		n := binary.BigEndian.Uint32(data)
-		if end := 4 + uint64(n); uint64(len(data)) >= end {
-			return int(end), data[4:end:end], nil
-		}
-	}
-	if atEOF && len(data) > 0 {
-		return 0, nil, fmt.Errorf("%w: %d trailing bytes do not hold the length-prefixed record they start", ErrTruncatedRecord, len(data))
-	}
-	return 0, nil, nil
-}
-
-func dropCR(b []byte) []byte {
-	if n := len(b); n > 0 && b[n-1] == '\r' {
-		return b[: n-1 : n-1]
-	}
-	return b[:len(b):len(b)]
-}
-
-func isBlank(b []byte) bool {
-	for _, c := range b {
-		if c != ' ' && c != '\t' && c != '\r' {
-			return false
-		}
-	}
-	return true
 }

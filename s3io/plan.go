@@ -10,6 +10,9 @@ import (
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/log"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
+
+	"github.com/spate-io/beam-s3/s3io/internal/decode"
+	"github.com/spate-io/beam-s3/s3io/internal/fetch"
 )
 
 // PlanStats says what planning listed and planned.
@@ -354,16 +357,15 @@ func segments(o Member, target int64) []Member {
 // without a compressed extension is probed for magic bytes with a pinned GET of its first bytes; if
 // the probe fails the object stays whole, and its read reports the real problem.
 func (p *planner) storedPlain(ctx context.Context, bucket string, o Member) bool {
-	if mode := compressionFor(p.cfg.Compression, o.Key, nil); mode != CompressionNone {
+	mode := decode.Compression(p.cfg.Compression)
+	if decode.Detect(mode, o.Key, nil) != decode.None {
 		return false // forced, or named by its extension
 	}
-	if p.cfg.Compression == CompressionNone {
+	if mode == decode.None {
 		return true
 	}
-	src := newPinnedGets(p.client, &p.cfg, bucket).open(ctx, o, 0, magicLen)
-	defer src.Close()
-	comp, _, _, err := sniff(CompressionAuto, o.Key, src)
-	return err == nil && comp == CompressionNone
+	head, err := fetch.NewGets(p.client, bucket, p.cfg.fetchSettings()).ReadPrefix(ctx, o.object(), decode.MagicLen)
+	return err == nil && decode.Detect(decode.Auto, o.Key, head) == decode.None
 }
 
 // Plan lists cfg's prefix once and returns a PCollection<SplitDescriptor>: the objects

@@ -6,14 +6,6 @@ import (
 	"math"
 )
 
-// Bit widths of a packed position: 2^20 members per descriptor (Config.MaxSplitMembers is
-// capped to fit) and 2^43 records per object, more than the 5 TiB S3 object limit holds
-// even as one-byte records.
-const (
-	memberBits = 20
-	recordBits = 43
-)
-
 // position identifies one record of a split: the ordinal of its object among the
 // descriptor's members, and the record's index among that object's records (counted from 0
 // in framer order, skipped blank lines not counted). Together with the descriptor's ID it is
@@ -30,20 +22,6 @@ func (p position) Less(q position) bool {
 
 // String renders p for errors and logs.
 func (p position) String() string { return fmt.Sprintf("member %d record %d", p.Member, p.Index) }
-
-// pack encodes p into one int64 that orders like p: the member in the high 20 bits, the
-// record index in the low 43. It fails for a position outside those widths.
-func (p position) pack() (int64, error) {
-	if p.Member < 0 || p.Member >= 1<<memberBits || p.Index < 0 || p.Index >= 1<<recordBits {
-		return 0, fmt.Errorf("s3io: %v does not fit a packed position (members < 2^%d, records < 2^%d)", p, memberBits, recordBits)
-	}
-	return int64(p.Member)<<recordBits | p.Index, nil
-}
-
-// unpackPosition is the inverse of position.pack.
-func unpackPosition(v int64) position {
-	return position{Member: int(v >> recordBits), Index: v & (1<<recordBits - 1)}
-}
 
 // restriction is the half-open range [Start, End) of positions of one split descriptor that a
 // reader owns. Record counts are unknown until objects are read, so an End of (m, 0) means
@@ -177,8 +155,9 @@ type readerClaim struct {
 	// end is the decompressed-stream offset just past the record; -1 for the claim that opens
 	// a member, made before anything is read.
 	end int64
-	// raw is how many stored bytes this reader has received of the member so far.
-	raw int64
+	// storedBytes is how many stored bytes of the member the reader's decoder had taken
+	// when it framed the record.
+	storedBytes int64
 	// seekable is true when the member is read uncompressed.
 	seekable bool
 }
@@ -194,7 +173,7 @@ type tracker struct {
 	err        error
 
 	// What is known of the member being read (claimed.Member).
-	raw         int64      // stored bytes received
+	storedRead  int64      // stored bytes of it the reader had taken at its last claim
 	firstRecord int64      // the first record claimed in it, for bytes-per-record estimates
 	hint        resumeHint // where a residual inside it may resume
 }
@@ -202,9 +181,9 @@ type tracker struct {
 // newTracker returns a tracker over rest.
 func newTracker(rest restriction) *tracker { return &tracker{rest: rest} }
 
-// TryClaim claims pos, a position or *position, and reports whether the reader owns it.
-// Positions must be claimed in increasing order. The tracker copies a *Position: the caller
-// may reuse it.
+// TryClaim claims pos, a position, *position or *readerClaim, and reports whether the
+// reader owns it. Positions must be claimed in increasing order. The tracker copies what a
+// pointer points to: the caller may reuse it.
 func (t *tracker) TryClaim(pos any) bool {
 	if t.stopped {
 		t.err = errors.New("s3io: claim after the tracker stopped the reader")
@@ -239,13 +218,13 @@ func (t *tracker) TryClaim(pos any) bool {
 		return false
 	default:
 		if !t.hasClaimed || p.Member != t.claimed.Member {
-			t.firstRecord, t.raw, t.hint = p.Index, 0, resumeHint{}
+			t.firstRecord, t.storedRead, t.hint = p.Index, 0, resumeHint{}
 			if p.Member == t.rest.Start.Member {
 				t.hint = t.rest.Resume
 			}
 		}
 		t.claimed, t.hasClaimed = p, true
-		t.raw = max(t.raw, c.raw)
+		t.storedRead = max(t.storedRead, c.storedBytes)
 		if c.end >= 0 {
 			t.hint = resumeHint{Index: p.Index + 1, Offset: c.end, Seekable: c.seekable}
 		}
@@ -278,7 +257,7 @@ func (t *tracker) GetRestriction() any { return t.rest }
 func (t *tracker) IsBounded() bool { return true }
 
 // consumed returns the weight of the current member already read.
-func (t *tracker) consumed() int64 { return min(t.raw, t.rest.weight(t.claimed.Member)) }
+func (t *tracker) consumed() int64 { return min(t.storedRead, t.rest.weight(t.claimed.Member)) }
 
 // GetProgress reports progress in stored bytes: members before the one being read, and what
 // has been received of that one, are done; the rest remains.
@@ -345,10 +324,10 @@ func (t *tracker) TrySplit(fraction float64) (primary, residual any, err error) 
 		}
 		// The current member is the last with work left: split inside it.
 		records := t.claimed.Index - t.firstRecord + 1
-		if t.raw <= 0 || records <= 0 {
+		if t.storedRead <= 0 || records <= 0 {
 			return t.rest, nil, nil // nothing read yet to estimate a record's size from
 		}
-		perRecord := float64(t.raw) / float64(records)
+		perRecord := float64(t.storedRead) / float64(records)
 		ahead := int64(math.Ceil(want / perRecord))
 		split = position{Member: cur, Index: t.claimed.Index + 1 + ahead}
 		share, hint = t.consumed()+int64(float64(ahead)*perRecord), t.hint

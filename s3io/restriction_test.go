@@ -31,69 +31,6 @@ func TestPositionLess(t *testing.T) {
 	}
 }
 
-func TestPositionPackRoundTrip(t *testing.T) {
-	const maxMember = 1<<20 - 1
-	const maxRecord = int64(1)<<43 - 1
-	cases := []struct {
-		p    position
-		want int64
-	}{
-		{rtPos(0, 0), 0},
-		{rtPos(0, 1), 1},
-		{rtPos(1, 0), 1 << 43},
-		{rtPos(1, 1), 1<<43 + 1},
-		{rtPos(0, maxRecord), maxRecord},
-		{rtPos(maxMember, 0), int64(maxMember) << 43},
-		{rtPos(maxMember, maxRecord), math.MaxInt64},
-		{rtPos(12345, 67890), 12345<<43 | 67890},
-	}
-	for _, c := range cases {
-		v, err := c.p.pack()
-		if err != nil {
-			t.Errorf("%v.Pack(): %v", c.p, err)
-			continue
-		}
-		if v != c.want {
-			t.Errorf("%v.Pack() = %d, want %d", c.p, v, c.want)
-		}
-		if got := unpackPosition(v); got != c.p {
-			t.Errorf("UnpackPosition(%d) = %v, want %v", v, got, c.p)
-		}
-	}
-	// Packing preserves order.
-	for i := range cases {
-		for j := range cases {
-			a, _ := cases[i].p.pack()
-			b, _ := cases[j].p.pack()
-			if cases[i].p.Less(cases[j].p) != (a < b) {
-				t.Errorf("order of %v, %v not preserved by Pack (%d, %d)", cases[i].p, cases[j].p, a, b)
-			}
-		}
-	}
-}
-
-func TestPositionPackOutOfRange(t *testing.T) {
-	for _, p := range []position{
-		rtPos(-1, 0),
-		rtPos(0, -1),
-		rtPos(-1, -1),
-		rtPos(1<<20, 0),
-		rtPos(0, 1<<43),
-		rtPos(1<<20, 1<<43),
-		rtPos(math.MaxInt, 0),
-		rtPos(0, math.MaxInt64),
-		rtPos(0, math.MinInt64),
-	} {
-		v, err := p.pack()
-		if err == nil {
-			t.Errorf("%v.Pack() = %d, nil; want an error", p, v)
-		}
-		if v != 0 {
-			t.Errorf("%v.Pack() value = %d on error, want 0", p, v)
-		}
-	}
-}
-
 // rest3 is a three-member restriction with sizes 100, 200, 300.
 func rtRest3() restriction {
 	return restriction{Start: rtPos(0, 0), End: rtPos(3, 0), Sizes: []int64{100, 200, 300}}

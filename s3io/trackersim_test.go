@@ -270,7 +270,7 @@ func (s *trackerSim) process(rest restriction) {
 			raw := int64(0) // what the reader has received since it began, with some read-ahead
 			claim, setClaim = c, func(idx int64) {
 				raw = max(raw, min(s.offsets[m][idx+1]+s.rng.Int64N(100), s.members[m].Size)-base)
-				c.Index, c.end, c.raw = idx, s.offsets[m][idx+1], raw
+				c.Index, c.end, c.storedBytes = idx, s.offsets[m][idx+1], raw
 			}
 		}
 		for ; idx < s.counts[m]; idx++ {

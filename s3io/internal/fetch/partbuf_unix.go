@@ -1,6 +1,6 @@
 //go:build unix
 
-package s3io
+package fetch
 
 import "syscall"
 

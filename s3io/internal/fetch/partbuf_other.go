@@ -1,6 +1,6 @@
 //go:build !unix
 
-package s3io
+package fetch
 
 func allocPart(size int) []byte { return make([]byte, size) }
 

@@ -1,10 +1,17 @@
-package s3io
+package decode
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"io"
 )
+
+// ErrRecordTooLarge reports a record longer than the reader's limit.
+var ErrRecordTooLarge = errors.New("s3io: record exceeds Config.MaxRecordBytes")
+
+// ErrFramer marks an object its framer could not cut into records.
+var ErrFramer = errors.New("s3io: framing failed")
 
 // slabBytes is the size of the buffers records are read into and carved from. Records are
 // sub-slices of slabs that are never written again once a record in them was handed out, so
@@ -12,15 +19,15 @@ import (
 // kept from it is.
 const slabBytes = 256 << 10
 
-// maxFramingOverhead is how many bytes beyond MaxRecordBytes a framer may need to see to
+// maxFramingOverhead is how many bytes beyond the record limit a framer may need to see to
 // find a record's end (a CRLF, a length prefix).
 const maxFramingOverhead = 8
 
-// recordReader drives a RecordFramer over a stream, like bufio.Scanner, with bounded memory
+// RecordReader drives a Framer over a stream, like bufio.Scanner, with bounded memory
 // and without copying records out of its buffer.
-type recordReader struct {
+type RecordReader struct {
 	src       io.Reader
-	framer    RecordFramer
+	framer    Framer
 	maxRecord int
 
 	buf        []byte // current slab; buf[start:end] is read but not yet consumed
@@ -30,14 +37,15 @@ type recordReader struct {
 	base       int64 // stream offset of the first byte
 }
 
-// newRecordReader frames src, whose first byte is at stream offset base.
-func newRecordReader(src io.Reader, framer RecordFramer, maxRecord int, base int64) *recordReader {
-	return &recordReader{src: src, framer: framer, maxRecord: maxRecord, offset: base, base: base}
+// NewRecordReader frames src, whose first byte is at stream offset base, failing on a
+// record longer than maxRecord.
+func NewRecordReader(src io.Reader, framer Framer, maxRecord int, base int64) *RecordReader {
+	return &RecordReader{src: src, framer: framer, maxRecord: maxRecord, offset: base, base: base}
 }
 
-// discard skips the stream up to offset to without framing it: resuming a compressed member
+// Discard skips the stream up to offset to without framing it: resuming a compressed member
 // at a known record boundary costs decompression, but no framing.
-func (r *recordReader) discard(to int64) error {
+func (r *RecordReader) Discard(to int64) error {
 	for r.offset < to {
 		if r.end == r.start {
 			if r.eof {
@@ -57,9 +65,9 @@ func (r *recordReader) discard(to int64) error {
 	return nil
 }
 
-// skipPastNewline consumes the stream through its next LF: a segment's reader, placed on the
+// SkipPastNewline consumes the stream through its next LF: a segment's reader, placed on the
 // byte before the segment, uses it to reach the first record that starts in the segment.
-func (r *recordReader) skipPastNewline() error {
+func (r *RecordReader) SkipPastNewline() error {
 	for {
 		if i := bytes.IndexByte(r.buf[r.start:r.end], '\n'); i >= 0 {
 			r.start += i + 1
@@ -77,17 +85,18 @@ func (r *recordReader) skipPastNewline() error {
 	}
 }
 
-// next returns the next record and the stream offset where its framing begins (a length
-// prefix, or the line itself), or io.EOF at the end of the stream. The record stays valid (and unchanged) for as long as the caller keeps it.
-func (r *recordReader) next() (rec []byte, offset int64, err error) {
+// Next returns the next record and the stream offset where its framing begins (a length
+// prefix, or the line itself), or io.EOF at the end of the stream. The record stays valid
+// (and unchanged) for as long as the caller keeps it.
+func (r *RecordReader) Next() (rec []byte, offset int64, err error) {
 	for {
 		if r.end > r.start || r.eof {
 			adv, tok, ferr := r.framer.Frame(r.buf[r.start:r.end], r.eof)
 			if ferr != nil {
-				return nil, r.offset, fmt.Errorf("%w at byte %d: %w", errFramer, r.offset, ferr)
+				return nil, r.offset, fmt.Errorf("%w at byte %d: %w", ErrFramer, r.offset, ferr)
 			}
 			if adv < 0 || adv > r.end-r.start {
-				return nil, r.offset, fmt.Errorf("%w: it advanced %d bytes with %d available", errFramer, adv, r.end-r.start)
+				return nil, r.offset, fmt.Errorf("%w: it advanced %d bytes with %d available", ErrFramer, adv, r.end-r.start)
 			}
 			if tok != nil {
 				if len(tok) > r.maxRecord {
@@ -117,7 +126,7 @@ func (r *recordReader) next() (rec []byte, offset int64, err error) {
 
 // fill reads more of the stream, moving the unconsumed tail to a fresh slab when the current
 // one is full. It never writes below r.end of a slab, where handed-out records may live.
-func (r *recordReader) fill() error {
+func (r *RecordReader) fill() error {
 	pending := r.end - r.start
 	if r.end == len(r.buf) {
 		if pending > r.maxRecord+maxFramingOverhead {
@@ -143,11 +152,3 @@ func (r *recordReader) fill() error {
 	}
 	return err
 }
-
-// Framing runs ahead of the reader's claims, on its own goroutine, up to the object's
-// decoding window.
-const (
-	batchRecords = 2048
-	batchBytes   = 256 << 10
-	batchesAhead = decodeWindowBytes / batchBytes
-)

@@ -1,4 +1,4 @@
-package s3io
+package decode
 
 import (
 	"bytes"
@@ -10,26 +10,26 @@ import (
 	"testing"
 )
 
-// rrCountingReader counts the bytes it serves from src.
-type rrCountingReader struct {
+// countingReader counts the bytes it serves from src.
+type countingReader struct {
 	src    io.Reader
 	served int64
 }
 
-func (r *rrCountingReader) Read(p []byte) (int, error) {
+func (r *countingReader) Read(p []byte) (int, error) {
 	n, err := r.src.Read(p)
 	r.served += int64(n)
 	return n, err
 }
 
-// rrRepeatReader is an endless stream of one byte pattern.
-type rrRepeatReader struct {
+// repeatReader is an endless stream of one byte pattern.
+type repeatReader struct {
 	pattern []byte
 	pos     int
 	chunk   int // max bytes per Read; 0 means unlimited
 }
 
-func (r *rrRepeatReader) Read(p []byte) (int, error) {
+func (r *repeatReader) Read(p []byte) (int, error) {
 	if r.chunk > 0 && len(p) > r.chunk {
 		p = p[:r.chunk]
 	}
@@ -41,19 +41,19 @@ func (r *rrRepeatReader) Read(p []byte) (int, error) {
 	return len(p), nil
 }
 
-// rrRead reads every record of src with the named framer.
-func rrRead(t *testing.T, framer string, src io.Reader, maxRecord int) (recs [][]byte, offsets []int64, err error) {
+// readRecords reads every record of src with the named framer.
+func readRecords(t *testing.T, framer string, src io.Reader, maxRecord int) (recs [][]byte, offsets []int64, err error) {
 	t.Helper()
-	newF, ok := lookupFramer(framer)
+	newF, ok := lookupBuiltin(framer)
 	if !ok {
 		t.Fatalf("framer %q not registered", framer)
 	}
-	rr := newRecordReader(src, newF(), maxRecord, 0)
+	rr := NewRecordReader(src, newF(), maxRecord, 0)
 	for {
-		rec, off, err := rr.next()
+		rec, off, err := rr.Next()
 		if err == io.EOF {
 			// EOF is sticky.
-			if rec, _, err := rr.next(); err != io.EOF || rec != nil {
+			if rec, _, err := rr.Next(); err != io.EOF || rec != nil {
 				t.Fatalf("next after EOF = %q, %v; want nil, io.EOF", rec, err)
 			}
 			return recs, offsets, nil
@@ -78,7 +78,7 @@ func TestRecordReaderMaxRecordBytes(t *testing.T) {
 		{"lines CRLF", "lines", func(recs ...string) []byte { return []byte(strings.Join(recs, "\r\n") + "\r\n") }},
 		{"lines no final newline", "lines", func(recs ...string) []byte { return []byte(strings.Join(recs, "\n")) }},
 		{"ndjson", "ndjson", func(recs ...string) []byte { return []byte(strings.Join(recs, "\n\n") + "\n") }},
-		{"u32be", "u32be", frU32},
+		{"u32be", "u32be", u32},
 	}
 	prefixes := map[string][]string{
 		"none":  nil,
@@ -104,9 +104,9 @@ func TestRecordReaderMaxRecordBytes(t *testing.T) {
 					for _, chunked := range []bool{false, true} {
 						var src io.Reader = bytes.NewReader(data)
 						if chunked {
-							src = &frChunkReader{data: data, rng: rand.New(rand.NewPCG(uint64(limit), uint64(limit))), maxChunk: 50000}
+							src = &chunkReader{data: data, rng: rand.New(rand.NewPCG(uint64(limit), uint64(limit))), maxChunk: 50000}
 						}
-						got, _, err := rrRead(t, fr.framer, src, limit)
+						got, _, err := readRecords(t, fr.framer, src, limit)
 						if over == 0 {
 							if err != nil {
 								t.Errorf("%s (chunked %v): %v", name, chunked, err)
@@ -143,26 +143,26 @@ func TestRecordReaderUnterminatedRecordIsBounded(t *testing.T) {
 		for _, c := range []struct {
 			framer string
 			head   []byte
-			src    *rrRepeatReader
+			src    *repeatReader
 		}{
-			{"lines", nil, &rrRepeatReader{pattern: []byte("x")}},
-			{"lines", nil, &rrRepeatReader{pattern: []byte("abc\r"), chunk: 1000}},
-			{"ndjson", nil, &rrRepeatReader{pattern: []byte("{} "), chunk: 7}},
-			{"ndjson", []byte("{}\n"), &rrRepeatReader{pattern: []byte(" "), chunk: 70000}},
+			{"lines", nil, &repeatReader{pattern: []byte("x")}},
+			{"lines", nil, &repeatReader{pattern: []byte("abc\r"), chunk: 1000}},
+			{"ndjson", nil, &repeatReader{pattern: []byte("{} "), chunk: 7}},
+			{"ndjson", []byte("{}\n"), &repeatReader{pattern: []byte(" "), chunk: 70000}},
 			// A length prefix declaring a record far larger than the limit.
-			{"u32be", []byte{0xff, 0xff, 0xff, 0xf0}, &rrRepeatReader{pattern: []byte("z"), chunk: 4096}},
+			{"u32be", []byte{0xff, 0xff, 0xff, 0xf0}, &repeatReader{pattern: []byte("z"), chunk: 4096}},
 		} {
 			name := fmt.Sprintf("%s %q limit %d", c.framer, c.src.pattern, limit)
 			if limit > 4096 && c.src.chunk > 0 && c.src.chunk < 1000 {
 				// Tiny reads into a huge pending record rescan it on every read: slow, not wrong.
 				c.src.chunk = 1000
 			}
-			cr := &rrCountingReader{src: io.MultiReader(bytes.NewReader(c.head), c.src)}
-			newF, _ := lookupFramer(c.framer)
-			rr := newRecordReader(cr, newF(), limit, 0)
+			cr := &countingReader{src: io.MultiReader(bytes.NewReader(c.head), c.src)}
+			newF, _ := lookupBuiltin(c.framer)
+			rr := NewRecordReader(cr, newF(), limit, 0)
 			var err error
 			for i := 0; i < 10 && err == nil; i++ {
-				_, _, err = rr.next()
+				_, _, err = rr.Next()
 			}
 			if !errors.Is(err, ErrRecordTooLarge) {
 				t.Errorf("%s: err = %v, want ErrRecordTooLarge", name, err)
@@ -211,10 +211,10 @@ func TestRecordReaderRecordsStayUnchanged(t *testing.T) {
 				}
 				want = nonBlank
 			case "u32be":
-				data = frU32(want...)
+				data = u32(want...)
 			}
-			src := &frChunkReader{data: data, rng: rng, maxChunk: 70000}
-			got, _, err := rrRead(t, framer, src, 2*slabBytes)
+			src := &chunkReader{data: data, rng: rng, maxChunk: 70000}
+			got, _, err := readRecords(t, framer, src, 2*slabBytes)
 			if err != nil {
 				t.Fatalf("%s seed %d: %v", framer, seed, err)
 			}
@@ -242,9 +242,9 @@ func TestRecordReaderOffsets(t *testing.T) {
 		{"lines", []byte("a\nbb\r\n\nccc"), []string{"a", "bb", "", "ccc"}, []int64{0, 2, 6, 7}},
 		{"lines", []byte("\n\n"), []string{"", ""}, []int64{0, 1}},
 		{"ndjson", []byte("\n  \n{}\r\n\t\r\n[1]\n\n"), []string{"{}", "[1]"}, []int64{4, 11}},
-		{"u32be", frU32("ab", "", "c"), []string{"ab", "", "c"}, []int64{0, 6, 10}},
+		{"u32be", u32("ab", "", "c"), []string{"ab", "", "c"}, []int64{0, 6, 10}},
 		{"lines", []byte("x\n" + big + "\ny\n"), []string{"x", big, "y"}, []int64{0, 2, int64(2 + len(big) + 1)}},
-		{"u32be", frU32("x", big, "y"), []string{"x", big, "y"}, []int64{0, 5, int64(5 + 4 + len(big))}},
+		{"u32be", u32("x", big, "y"), []string{"x", big, "y"}, []int64{0, 5, int64(5 + 4 + len(big))}},
 	}
 	for _, c := range cases {
 		for _, chunk := range []int{0, 1, 3, 1000} {
@@ -253,9 +253,9 @@ func TestRecordReaderOffsets(t *testing.T) {
 			}
 			var src io.Reader = bytes.NewReader(c.data)
 			if chunk > 0 {
-				src = &frChunkReader{data: c.data, rng: rand.New(rand.NewPCG(uint64(chunk), uint64(chunk))), maxChunk: chunk}
+				src = &chunkReader{data: c.data, rng: rand.New(rand.NewPCG(uint64(chunk), uint64(chunk))), maxChunk: chunk}
 			}
-			got, offs, err := rrRead(t, c.framer, src, 1<<20)
+			got, offs, err := readRecords(t, c.framer, src, 1<<20)
 			if err != nil {
 				t.Fatalf("%s %.20q: %v", c.framer, c.data, err)
 			}
@@ -281,7 +281,7 @@ func TestRecordReaderOffsets(t *testing.T) {
 		}
 		data = append(data, '\n')
 	}
-	_, offs, err := rrRead(t, "lines", &frChunkReader{data: data, rng: rng, maxChunk: 9000}, 1<<20)
+	_, offs, err := readRecords(t, "lines", &chunkReader{data: data, rng: rng, maxChunk: 9000}, 1<<20)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -296,12 +296,12 @@ func TestRecordReaderOffsets(t *testing.T) {
 	}
 }
 
-type rrErrAfter struct {
+type errAfter struct {
 	data []byte
 	err  error
 }
 
-func (r *rrErrAfter) Read(p []byte) (int, error) {
+func (r *errAfter) Read(p []byte) (int, error) {
 	if len(r.data) == 0 {
 		return 0, r.err
 	}
@@ -312,7 +312,7 @@ func (r *rrErrAfter) Read(p []byte) (int, error) {
 
 func TestRecordReaderErrors(t *testing.T) {
 	boom := errors.New("boom")
-	got, _, err := rrRead(t, "lines", &rrErrAfter{data: []byte("a\nb\nhalf"), err: boom}, 100)
+	got, _, err := readRecords(t, "lines", &errAfter{data: []byte("a\nb\nhalf"), err: boom}, 100)
 	if !errors.Is(err, boom) {
 		t.Errorf("source error: got %v, want boom", err)
 	}
@@ -321,24 +321,24 @@ func TestRecordReaderErrors(t *testing.T) {
 	}
 
 	frameErr := errors.New("bad frame")
-	rr := newRecordReader(strings.NewReader("abc"), FramerFunc(func([]byte, bool) (int, []byte, error) {
+	rr := NewRecordReader(strings.NewReader("abc"), FramerFunc(func([]byte, bool) (int, []byte, error) {
 		return 0, nil, frameErr
 	}), 100, 0)
-	if _, _, err := rr.next(); !errors.Is(err, frameErr) {
+	if _, _, err := rr.Next(); !errors.Is(err, frameErr) {
 		t.Errorf("framer error: got %v", err)
 	}
 
 	// A framer claiming more bytes than it was given is reported, not obeyed.
-	rr = newRecordReader(strings.NewReader("abc"), FramerFunc(func(data []byte, _ bool) (int, []byte, error) {
+	rr = NewRecordReader(strings.NewReader("abc"), FramerFunc(func(data []byte, _ bool) (int, []byte, error) {
 		return len(data) + 1, data[:0:0], nil
 	}), 100, 0)
-	if _, _, err := rr.next(); err == nil {
+	if _, _, err := rr.Next(); err == nil {
 		t.Error("over-advancing framer: no error")
 	}
-	rr = newRecordReader(strings.NewReader("abc"), FramerFunc(func(data []byte, _ bool) (int, []byte, error) {
+	rr = NewRecordReader(strings.NewReader("abc"), FramerFunc(func(data []byte, _ bool) (int, []byte, error) {
 		return -1, nil, nil
 	}), 100, 0)
-	if _, _, err := rr.next(); err == nil {
+	if _, _, err := rr.Next(); err == nil {
 		t.Error("negative-advancing framer: no error")
 	}
 }

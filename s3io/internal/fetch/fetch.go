@@ -1,0 +1,38 @@
+// Package fetch reads the bytes of planned S3 objects: pinned GETs (If-Match on the planned
+// ETag, broken bodies resumed from the next byte), and a Fetcher that keeps ranged parts of
+// a reader's objects in flight within the byte bound of one part Pool.
+package fetch
+
+import "time"
+
+// Object is one object as the planner listed it: every read of it is pinned to ETag.
+type Object struct {
+	Key  string
+	ETag string // quotes included, as listed
+	Size int64
+}
+
+// Settings are what the reads of one reader follow.
+type Settings struct {
+	// ReadTimeout is how long a body may send nothing before its request is abandoned and
+	// resumed.
+	ReadTimeout time.Duration
+	// MaxAttempts bounds the requests that resume one read's broken bodies.
+	MaxAttempts int
+	// VerifyChecksums asks S3 to validate whole-object GETs against the stored checksum; a
+	// Fetcher then streams an object larger than a part with one GET instead of parts.
+	VerifyChecksums bool
+	// PartBytes is the size of the ranged GETs a Fetcher cuts objects into.
+	PartBytes int64
+	// MaxRequestsInFlight bounds a Fetcher's concurrent GETs.
+	MaxRequestsInFlight int
+}
+
+// Stats are what a Fetcher's requests transferred.
+type Stats struct {
+	Gets      int64 // GET requests made
+	Resumes   int64 // GETs that resumed a broken body
+	Received  int64 // body bytes received
+	Cancelled int64 // parts whose requests a drop or a split cancelled
+	Dropped   int64 // bytes fetched and then dropped unread
+}

@@ -1,0 +1,261 @@
+package fetch
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"strconv"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/aws/retry"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/aws/aws-sdk-go-v2/service/s3/types"
+)
+
+// resumeMaxBackoff caps the wait before resuming a broken body, as the client's retryer
+// caps the wait between two attempts at a request. The SDK's retryer covers a failed
+// request, but not a response body that breaks or stalls after the headers arrived: that is
+// resumed here, with a ranged GET from the next byte, pinned like the first.
+const resumeMaxBackoff = 5 * time.Second
+
+// resumeBackoff is the SDK's jittered exponential backoff, shared by every pinned read: it
+// holds no per-read state.
+var resumeBackoff = retry.NewExponentialJitterBackoff(resumeMaxBackoff)
+
+// ErrBodyStalled marks a body that sent nothing for Settings.ReadTimeout.
+var ErrBodyStalled = errors.New("s3io: response body stalled")
+
+// Gets makes the pinned reads of one bucket: it owns the client and the settings every such
+// read follows, so that no read can be started with a setting missing.
+type Gets struct {
+	client *s3.Client
+	bucket string
+	set    Settings
+}
+
+// NewGets returns the pinned reads of bucket through client.
+func NewGets(client *s3.Client, bucket string, set Settings) *Gets {
+	return &Gets{client: client, bucket: bucket, set: set}
+}
+
+// Open returns a reader of the bytes [pos, end) of o, in one request unless its body breaks.
+func (g *Gets) Open(ctx context.Context, o Object, pos, end int64) *PinnedReader {
+	return &PinnedReader{ctx: ctx, g: g, obj: o, pos: pos, end: end}
+}
+
+// ReadPrefix returns the first n bytes of o (fewer if o is shorter), read pinned like any
+// other read: what the planner probes for magic bytes is what the readers will get.
+func (g *Gets) ReadPrefix(ctx context.Context, o Object, n int64) ([]byte, error) {
+	r := g.Open(ctx, o, 0, min(n, o.Size))
+	defer r.Close()
+	return io.ReadAll(r)
+}
+
+// openWindowed returns a reader of the bytes [pos, end) of o whose requests cover window
+// bytes each: a segment needs its own range plus the tail of the record that straddles its
+// end, not the rest of the object.
+func (g *Gets) openWindowed(ctx context.Context, o Object, pos, end, window int64) *PinnedReader {
+	r := g.Open(ctx, o, pos, end)
+	r.window = window
+	return r
+}
+
+// PinnedReader streams the bytes [pos, end) of one object as it was when planned: every GET
+// carries If-Match: <planned ETag>, so an object overwritten since planning fails with 412
+// PreconditionFailed instead of splicing new bytes into the output, and a deleted one with
+// 404 NoSuchKey. The body is streamed, never buffered whole, and a body that breaks is
+// resumed where it broke.
+type PinnedReader struct {
+	ctx context.Context
+	g   *Gets
+	obj Object
+
+	pos int64 // object offset of the next byte Read returns
+	end int64 // object offset where the read stops
+
+	// window, when > 0, ends each request window bytes after its first byte instead of at
+	// end (see openWindowed).
+	window int64
+
+	body     io.ReadCloser
+	cancel   context.CancelFunc // ends the current request
+	stall    *time.Timer        // fires when the body sends nothing for the read timeout
+	timedOut atomic.Bool
+	reqEnd   int64 // end of the current request's range
+	gets     int   // GET requests made
+	resumes  int   // requests made to resume a broken body
+	received int64 // body bytes received
+}
+
+// request issues a pinned GET for [r.pos, limit).
+func (r *PinnedReader) request(limit int64) error {
+	in := &s3.GetObjectInput{
+		Bucket:  aws.String(r.g.bucket),
+		Key:     aws.String(r.obj.Key),
+		IfMatch: aws.String(r.obj.ETag),
+	}
+	// A whole-object GET sends no Range: S3 answers "bytes=0-" on an empty object with 416.
+	if r.pos > 0 || limit < r.obj.Size {
+		in.Range = aws.String("bytes=" + strconv.FormatInt(r.pos, 10) + "-" + strconv.FormatInt(limit-1, 10))
+	} else if r.g.set.VerifyChecksums {
+		// Checksums cover whole objects only; a ranged GET cannot be validated.
+		in.ChecksumMode = types.ChecksumModeEnabled
+	}
+	r.gets++
+	ctx, cancel := context.WithCancel(r.ctx)
+	out, err := r.g.client.GetObject(ctx, in)
+	if err != nil {
+		cancel()
+		return fmt.Errorf("pinned GET s3://%s/%s at byte %d: %w", r.g.bucket, r.obj.Key, r.pos, err)
+	}
+	r.body, r.reqEnd, r.cancel = out.Body, limit, cancel
+	// A body that stops sending would block Read forever: the timer ends the request, and
+	// the read error it causes is resumed like a dropped connection.
+	r.timedOut.Store(false)
+	r.stall = time.AfterFunc(r.g.set.ReadTimeout, func() {
+		r.timedOut.Store(true)
+		cancel()
+	})
+	return nil
+}
+
+func (r *PinnedReader) nextLimit() int64 {
+	if r.window > 0 {
+		return min(r.pos+r.window, r.end)
+	}
+	return r.end
+}
+
+func (r *PinnedReader) Read(p []byte) (int, error) {
+	for {
+		// An empty object is still fetched once, so that its pin is checked.
+		if r.pos >= r.end && (r.gets > 0 || r.pos > 0) {
+			return 0, io.EOF
+		}
+		if r.body == nil {
+			if err := r.request(r.nextLimit()); err != nil {
+				return 0, err
+			}
+		}
+		r.stall.Reset(r.g.set.ReadTimeout)
+		n, err := r.body.Read(p)
+		r.pos += int64(n)
+		r.received += int64(n)
+		switch {
+		case err == nil:
+			return n, nil
+		case err == io.EOF && r.pos >= r.reqEnd:
+			r.Close()
+			if n > 0 {
+				return n, nil
+			}
+			continue
+		}
+		// The body ended early, broke or stalled: resume from r.pos with the same pin.
+		timedOut := r.timedOut.Load()
+		r.Close()
+		switch {
+		case timedOut:
+			err = fmt.Errorf("no bytes for %v: %w", r.g.set.ReadTimeout, ErrBodyStalled)
+		case err == io.EOF:
+			err = io.ErrUnexpectedEOF
+		}
+		if rerr := r.waitToResume(err); rerr != nil {
+			return n, rerr
+		}
+		if n > 0 {
+			return n, nil
+		}
+	}
+}
+
+// readFull fills buf with the bytes [r.pos, r.end), which must be len(buf) long. An empty
+// range still makes its request, so that an empty object's pin is checked.
+func (r *PinnedReader) readFull(buf []byte) error {
+	var scratch [1]byte
+	off := 0
+	for {
+		dst := buf[off:]
+		if len(dst) == 0 {
+			if len(buf) > 0 {
+				return nil
+			}
+			dst = scratch[:]
+		}
+		n, err := r.Read(dst)
+		off += n
+		switch {
+		case err == io.EOF && off < len(buf):
+			return &ReadError{Offset: r.pos, Attempts: r.resumes + 1, Err: io.ErrUnexpectedEOF}
+		case err == io.EOF:
+			return nil
+		case err != nil:
+			return err
+		}
+	}
+}
+
+// waitToResume decides whether a broken body is resumed, and waits out the backoff.
+func (r *PinnedReader) waitToResume(cause error) error {
+	if !resumableBodyError(cause) || r.resumes+1 >= r.g.set.MaxAttempts {
+		return &ReadError{Offset: r.pos, Attempts: r.resumes + 1, Err: cause}
+	}
+	wait, err := resumeBackoff.BackoffDelay(r.resumes+1, cause)
+	if err != nil {
+		return &ReadError{Offset: r.pos, Attempts: r.resumes + 1, Err: err}
+	}
+	r.resumes++
+	t := time.NewTimer(wait)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-r.ctx.Done():
+		return &ReadError{Offset: r.pos, Attempts: r.resumes, Err: r.ctx.Err()}
+	}
+}
+
+// resumableBodyError reports whether a body read error is the connection's fault.
+func resumableBodyError(err error) bool {
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return false
+	}
+	var ne net.Error
+	return errors.Is(err, ErrBodyStalled) || errors.Is(err, io.ErrUnexpectedEOF) || errors.As(err, &ne) || errors.Is(err, net.ErrClosed) ||
+		isConnReset(err)
+}
+
+func isConnReset(err error) bool {
+	return errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE) || errors.Is(err, syscall.ECONNABORTED)
+}
+
+// Close ends the current request, if any.
+func (r *PinnedReader) Close() error {
+	if r.body == nil {
+		return nil
+	}
+	r.stall.Stop()
+	err := r.body.Close()
+	r.cancel()
+	r.body = nil
+	return err
+}
+
+// ReadError is a failure to read the object's bytes from S3, as opposed to a failure to
+// decode them: decompressors pass it through instead of calling the object corrupt.
+type ReadError struct {
+	Offset   int64 // object offset the read had reached
+	Attempts int   // requests made for the bytes from there
+	Err      error
+}
+
+func (e *ReadError) Error() string {
+	return fmt.Sprintf("reading the body at byte %d (%d attempts): %v", e.Offset, e.Attempts, e.Err)
+}
+
+func (e *ReadError) Unwrap() error { return e.Err }

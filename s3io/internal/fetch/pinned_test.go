@@ -1,0 +1,56 @@
+package fetch
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"testing"
+
+	"github.com/aws/smithy-go"
+
+	"github.com/spate-io/beam-s3/internal/faultproxy"
+)
+
+// A body broken mid-way is resumed from its next byte, pinned like the first request.
+func TestPinnedReaderResumesBrokenBody(t *testing.T) {
+	fx := newFixture(t, 1<<20, 1<<20, 1, []int{10_000})
+	o := fx.objects[0]
+	fx.srv.SetFault(o.Key, "", 1, faultproxy.Fault{ResetAfter: 3000})
+	r := fx.gets.Open(context.Background(), o, 0, o.Size)
+	got, err := io.ReadAll(r)
+	r.Close()
+	if err != nil || !bytes.Equal(got, fx.data[0]) {
+		t.Fatalf("read %d bytes, %v; want the object's %d", len(got), err, o.Size)
+	}
+	reqs := fx.srv.Requests(o.Key)
+	if len(reqs) != 2 || reqs[1].Range != fmt.Sprintf("bytes=3000-%d", o.Size-1) || r.resumes != 1 {
+		t.Errorf("requests %+v (%d resumes), want the whole object, then a resume from byte 3000", reqs, r.resumes)
+	}
+	if u := fx.srv.Unpinned(); len(u) > 0 {
+		t.Errorf("GETs without If-Match: %v", u)
+	}
+}
+
+// ReadPrefix reads the first bytes of the planned version, and refuses an object changed
+// since with the SDK's 412.
+func TestReadPrefix(t *testing.T) {
+	fx := newFixture(t, 1<<20, 1<<20, 1, []int{100, 2})
+	head, err := fx.gets.ReadPrefix(context.Background(), fx.objects[0], 4)
+	if err != nil || !bytes.Equal(head, fx.data[0][:4]) {
+		t.Fatalf("ReadPrefix = % x, %v; want % x", head, err, fx.data[0][:4])
+	}
+	if reqs := fx.srv.Requests(fx.objects[0].Key); len(reqs) != 1 || reqs[0].Range != "bytes=0-3" {
+		t.Errorf("requests %+v, want one GET of bytes 0-3", reqs)
+	}
+	if head, err := fx.gets.ReadPrefix(context.Background(), fx.objects[1], 4); err != nil || !bytes.Equal(head, fx.data[1]) {
+		t.Errorf("ReadPrefix of a 2-byte object = % x, %v; want its 2 bytes", head, err)
+	}
+	fx.srv.Put(t, "fetch", fx.objects[0].Key, []byte("new version"))
+	_, err = fx.gets.ReadPrefix(context.Background(), fx.objects[0], 4)
+	var api smithy.APIError
+	if !errors.As(err, &api) || api.ErrorCode() != "PreconditionFailed" {
+		t.Errorf("ReadPrefix after an overwrite: %v, want the SDK's PreconditionFailed", err)
+	}
+}

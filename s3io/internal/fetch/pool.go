@@ -1,0 +1,139 @@
+package fetch
+
+import (
+	"context"
+	"errors"
+	"sync"
+)
+
+// minPartClass is the smallest buffer a part is read into: parts come in power-of-two size
+// classes from here up, so that the part of a small object does not take a full part's
+// memory, and a buffer released by one part can serve any later part of its class.
+const minPartClass = 64 << 10
+
+// Pool holds the part buffers of one reader, as transfermanager's pool holds its slices:
+// it is both the bound on their memory and their free list. Every buffer counts at its
+// capacity, handed out or idle, so a reader's parts never take more than the limit, and a
+// restriction's read reuses the buffers an earlier one released instead of leaving them to
+// the garbage collector (they live outside the Go heap where the platform allows). One
+// buffer larger than the whole limit is let through when nothing else is handed out, so
+// that one oversized part cannot stall the read.
+type Pool struct {
+	limit int64
+
+	mu    sync.Mutex
+	held  int64              // capacity of the buffers handed out
+	idle  int64              // capacity of the buffers in free
+	free  map[int64][][]byte // idle buffers by capacity
+	freed chan struct{}      // signalled by put
+
+	// observe, when set (by tests), is told the bytes held after every change.
+	observe func(held int64)
+}
+
+// NewPool returns a pool of at most limit bytes of buffers. Close frees what it keeps.
+func NewPool(limit int64) *Pool {
+	return &Pool{limit: limit, free: map[int64][][]byte{}, freed: make(chan struct{}, 1)}
+}
+
+// partClass is the capacity of the buffer a part of n bytes is read into.
+func partClass(n int64) int64 {
+	if n <= 0 {
+		return 0
+	}
+	c := int64(minPartClass)
+	for c < n {
+		c *= 2
+	}
+	return c
+}
+
+// get waits until a buffer for n bytes fits the limit and returns it, n bytes long; it
+// reports false if ctx ends first.
+func (p *Pool) get(ctx context.Context, n int64) ([]byte, bool) {
+	c := partClass(n)
+	for {
+		p.mu.Lock()
+		if p.held+c <= p.limit || p.held == 0 {
+			b := p.take(c)
+			p.mu.Unlock()
+			if b == nil && c > 0 {
+				b = allocPart(int(c))
+			}
+			return b[:n], true
+		}
+		p.mu.Unlock()
+		select {
+		case <-p.freed:
+		case <-ctx.Done():
+			return nil, false
+		}
+	}
+}
+
+// take counts a buffer of capacity c as held and returns an idle one of that class, or nil
+// after making room for a new one by freeing idle buffers of other classes. p.mu is held.
+func (p *Pool) take(c int64) []byte {
+	p.held += c
+	p.notify()
+	if l := p.free[c]; len(l) > 0 {
+		b := l[len(l)-1]
+		p.free[c] = l[:len(l)-1]
+		p.idle -= c
+		return b
+	}
+	for class, l := range p.free {
+		for len(l) > 0 && p.held+p.idle > p.limit {
+			freePart(l[len(l)-1])
+			l = l[:len(l)-1]
+			p.idle -= class
+		}
+		p.free[class] = l
+	}
+	return nil
+}
+
+// put takes back a buffer get returned.
+func (p *Pool) put(b []byte) {
+	c := int64(cap(b))
+	if c == 0 {
+		return
+	}
+	p.mu.Lock()
+	p.held -= c
+	if p.held < 0 {
+		p.mu.Unlock()
+		panic(errors.New("s3io: part pool took back more than it handed out"))
+	}
+	p.notify()
+	if p.held+p.idle+c <= p.limit {
+		p.free[c] = append(p.free[c], b[:c])
+		p.idle += c
+	} else {
+		freePart(b[:c]) // an oversized buffer, let through alone
+	}
+	p.mu.Unlock()
+	select {
+	case p.freed <- struct{}{}:
+	default:
+	}
+}
+
+func (p *Pool) notify() {
+	if p.observe != nil {
+		p.observe(p.held)
+	}
+}
+
+// Close frees the idle buffers; the pool's reads must have released every buffer before.
+func (p *Pool) Close() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for c, l := range p.free {
+		for _, b := range l {
+			freePart(b)
+		}
+		delete(p.free, c)
+	}
+	p.idle = 0
+}

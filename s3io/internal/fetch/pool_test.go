@@ -1,0 +1,82 @@
+package fetch
+
+import (
+	"context"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// The pool admits what fits, makes the rest wait, and lets an oversized buffer through only
+// when nothing else is held. Sizes count at their class: 64 KiB and up, in powers of two.
+func TestPoolBound(t *testing.T) {
+	const unit = minPartClass
+	var peak atomic.Int64
+	p := NewPool(4 * unit)
+	p.observe = func(held int64) { peak.Store(max(peak.Load(), held)) }
+	defer p.Close()
+	ctx := context.Background()
+	a, ok1 := p.get(ctx, 2*unit)
+	b, ok2 := p.get(ctx, 2*unit-10) // counted at its class, 2 units
+	if !ok1 || !ok2 || len(a) != 2*unit || len(b) != 2*unit-10 || cap(b) != 2*unit {
+		t.Fatal("buffers within the limit must not wait, and come in their class's capacity")
+	}
+	got := make(chan []byte)
+	go func() { c, _ := p.get(ctx, 1); got <- c }()
+	select {
+	case <-got:
+		t.Fatal("handed out beyond the limit")
+	case <-time.After(50 * time.Millisecond):
+	}
+	p.put(a)
+	c := <-got
+	if cap(c) != unit {
+		t.Fatalf("a one-byte part got a buffer of %d bytes, want the smallest class", cap(c))
+	}
+	p.put(b)
+	p.put(c)
+	big, ok := p.get(ctx, 16*unit)
+	if !ok {
+		t.Fatal("an oversized buffer must pass when nothing is held")
+	}
+	cctx, cancel := context.WithCancel(ctx)
+	cancel()
+	if _, ok := p.get(cctx, 1); ok {
+		t.Fatal("handed out with a cancelled context while the pool was full")
+	}
+	if used, most := held(p), peak.Load(); used != 16*unit || most != 16*unit {
+		t.Errorf("held %d peak %d, want %d %d", used, most, 16*unit, 16*unit)
+	}
+	p.put(big)
+}
+
+// A buffer taken back is what the next part of its class gets, and what the pool keeps
+// idle never takes it past its limit.
+func TestPoolReuse(t *testing.T) {
+	const unit = minPartClass
+	p := NewPool(4 * unit)
+	defer p.Close()
+	ctx := context.Background()
+	a, _ := p.get(ctx, 2*unit)
+	a[0] = 42
+	p.put(a)
+	b, _ := p.get(ctx, 2*unit-1)
+	if &b[0] != &a[0] || b[0] != 42 {
+		t.Error("the part after a release did not reuse the released buffer")
+	}
+	p.put(b)
+	// Four buffers of one class evict the idle one of the other.
+	var small [][]byte
+	for range 4 {
+		s, _ := p.get(ctx, unit)
+		small = append(small, s)
+	}
+	p.mu.Lock()
+	if p.held+p.idle > p.limit {
+		t.Errorf("held %d + idle %d bytes exceed the limit %d", p.held, p.idle, p.limit)
+	}
+	p.mu.Unlock()
+	for _, s := range small {
+		p.put(s)
+	}
+}

@@ -1,0 +1,87 @@
+package fetch
+
+import "io"
+
+// Stream returns the bytes of of in order, from its first byte to the object's end.
+func (of *ObjectFetch) Stream() *Stream { return &Stream{of: of, pos: of.from} }
+
+// Stream is an io.Reader over one object's fetched parts. It is read by one goroutine.
+type Stream struct {
+	of     *ObjectFetch
+	cur    *part
+	curOff int
+	pos    int64 // object offset of the next byte Read returns
+	done   bool  // the planned parts are all consumed
+	tail   *PinnedReader
+}
+
+func (s *Stream) Read(p []byte) (int, error) {
+	for {
+		if s.cur != nil {
+			if s.curOff < len(s.cur.buf) {
+				n := copy(p, s.cur.buf[s.curOff:])
+				s.curOff += n
+				s.pos += int64(n)
+				return n, nil
+			}
+			s.of.f.releasePart(s.cur)
+			s.cur = nil
+		}
+		if s.done {
+			return s.readTail(p)
+		}
+		var pt *part
+		var ok bool
+		select {
+		case pt, ok = <-s.of.parts:
+		case <-s.of.ctx.Done():
+			return 0, &ReadError{Offset: s.pos, Attempts: 1, Err: s.of.ctx.Err()}
+		}
+		if !ok {
+			s.done = true
+			continue
+		}
+		<-pt.done
+		if pt.err != nil {
+			s.of.f.releasePart(pt)
+			return 0, pt.err
+		}
+		s.cur, s.curOff = pt, 0
+	}
+}
+
+// readTail streams what the planned parts do not cover: a streamed object whole, or what
+// lies past the planned range, in requests of the range's tail window.
+func (s *Stream) readTail(p []byte) (int, error) {
+	if s.tail == nil {
+		of := s.of
+		if !of.streamed && (s.pos >= of.obj.Size || of.planEnd >= of.obj.Size) {
+			return 0, io.EOF
+		}
+		if of.streamed {
+			s.tail = of.f.gets.Open(of.ctx, of.obj, s.pos, of.obj.Size)
+		} else {
+			s.tail = of.f.gets.openWindowed(of.ctx, of.obj, s.pos, of.obj.Size, of.tail)
+		}
+	}
+	n, err := s.tail.Read(p)
+	s.pos += int64(n)
+	return n, err
+}
+
+// Consumed returns how many bytes Read has returned.
+func (s *Stream) Consumed() int64 { return s.pos - s.of.from }
+
+// Close releases what the stream holds and drops the object's remaining parts.
+func (s *Stream) Close() {
+	if s.cur != nil {
+		s.of.f.releasePart(s.cur)
+		s.cur = nil
+	}
+	s.of.Drop()
+	if s.tail != nil {
+		s.tail.Close()
+		s.of.f.account(s.tail)
+		s.tail = nil
+	}
+}

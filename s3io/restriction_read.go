@@ -1,0 +1,161 @@
+package s3io
+
+import (
+	"context"
+	"errors"
+
+	"github.com/aws/smithy-go"
+
+	"github.com/spate-io/beam-s3/s3io/internal/decode"
+	"github.com/spate-io/beam-s3/s3io/internal/fetch"
+)
+
+// restrictionRead is the state of one restriction's read: the fetcher of its members'
+// bytes and the members being decoded.
+type restrictionRead struct {
+	fn      *reader
+	d       SplitDescriptor
+	start   position
+	hint    resumeHint
+	last    int                  // the last member the restriction owns; a split may lower it
+	ahead   int                  // members decoded ahead of the one being read
+	fetches []*fetch.ObjectFetch // by member - start.Member; nil once handed to a memberRead
+	reads   []*memberRead        // same indexing: members whose decoding has started
+	fetcher *fetch.Fetcher
+}
+
+func (fn *reader) newRestrictionRead(ctx context.Context, d SplitDescriptor, rest restriction) *restrictionRead {
+	gets := fetch.NewGets(fn.client, d.Bucket, fn.Cfg.fetchSettings())
+	rd := &restrictionRead{fn: fn, d: d, start: rest.Start, hint: rest.Resume, last: rest.lastMember(),
+		fetcher: fetch.NewFetcher(ctx, gets, fn.pool)}
+	rd.ahead, _ = fn.Cfg.decoding()
+	n := max(rd.last-rest.Start.Member+1, 0)
+	rd.fetches, rd.reads = make([]*fetch.ObjectFetch, n), make([]*memberRead, n)
+	for m := rest.Start.Member; m <= rd.last; m++ {
+		if d.Members[m].Archived != "" {
+			continue // never requested: its GET could only fail
+		}
+		rd.fetches[m-rest.Start.Member] = rd.fetcher.Add(d.Members[m].object(), rd.spanOf(m).fetchRange())
+	}
+	return rd
+}
+
+// spanOf returns where reading member m begins and ends.
+func (rd *restrictionRead) spanOf(m int) readSpan {
+	var hint resumeHint
+	if m == rd.start.Member {
+		hint = rd.hint
+	}
+	return spanOf(rd.d.Members[m], hint)
+}
+
+// object is what the fetch layer needs to know of m.
+func (m Member) object() fetch.Object { return fetch.Object{Key: m.Key, ETag: m.ETag, Size: m.Size} }
+
+// open returns the read of member m, started now or earlier, and starts decoding the
+// members after it that the restriction still owns.
+func (rd *restrictionRead) open(ctx context.Context, m int) *memberRead {
+	for k := m; k <= min(m+rd.ahead, rd.last); k++ {
+		i := k - rd.start.Member
+		if rd.reads[i] == nil && rd.d.Members[k].Archived == "" {
+			rd.reads[i] = rd.fn.startMember(ctx, rd.d, k, rd.spanOf(k), rd.fetches[i])
+			rd.fetches[i] = nil
+		}
+	}
+	mr := rd.reads[m-rd.start.Member]
+	rd.reads[m-rd.start.Member] = nil
+	return mr
+}
+
+// truncate drops the fetches and reads of the members after last, which a split took away.
+func (rd *restrictionRead) truncate(ctx context.Context, last int) {
+	for m := max(last+1, rd.start.Member); m <= rd.last; m++ {
+		i := m - rd.start.Member
+		if mr := rd.reads[i]; mr != nil {
+			mr.finish(ctx)
+			rd.reads[i] = nil
+		}
+		if of := rd.fetches[i]; of != nil {
+			of.Drop()
+			rd.fetches[i] = nil
+		}
+	}
+	rd.last = min(rd.last, last)
+}
+
+// close drops everything the read still holds and accounts for what it transferred.
+func (rd *restrictionRead) close(ctx context.Context) {
+	rd.truncate(ctx, rd.start.Member-1)
+	rd.fetcher.Close()
+	st := rd.fetcher.Stats()
+	metricGets.Inc(ctx, st.Gets)
+	metricBodyResumes.Inc(ctx, st.Resumes)
+	metricRawBytes.Inc(ctx, st.Received)
+	metricCancelledGets.Inc(ctx, st.Cancelled)
+	metricDroppedBytes.Inc(ctx, st.Dropped)
+}
+
+// memberRead is one member being read. Its decoding and framing run on a goroutine of their
+// own, started before the member's records are claimed, so that decompression overlaps
+// Beam's per-record work instead of following it.
+type memberRead struct {
+	m      int
+	src    *fetch.Stream
+	dec    *decode.Decompressors
+	fn     *reader
+	frames *decode.Framing
+	idx0   int64 // index of the first record the stream yields
+}
+
+// startMember starts decoding member m of d from where span says, from the bytes of of.
+func (fn *reader) startMember(ctx context.Context, d SplitDescriptor, m int, span readSpan, of *fetch.ObjectFetch) *memberRead {
+	member := d.Members[m]
+	src := of.Stream()
+	mr := &memberRead{m: m, src: src, dec: fn.getDecoders(), fn: fn}
+	if span.hint.known() {
+		metricResumed.Inc(ctx, 1)
+		mr.idx0 = span.hint.Index
+	}
+	// open runs on the framing goroutine: it may block on the network.
+	open := func() (recs *decode.RecordReader, seekable bool, err error) {
+		if span.seekable {
+			recs = decode.NewRecordReader(src, fn.newFramer(), fn.Cfg.MaxRecordBytes, span.from)
+			if span.skipPartial {
+				err = recs.SkipPastNewline()
+			}
+			return recs, true, err
+		}
+		stream, comp, err := mr.dec.Open(decode.Compression(fn.Cfg.Compression), member.Key, src)
+		if err != nil {
+			return nil, false, err
+		}
+		recs = decode.NewRecordReader(stream, fn.newFramer(), fn.Cfg.MaxRecordBytes, 0)
+		if span.hint.known() {
+			// Compressed: decompress up to the resume point, but frame nothing before it.
+			err = recs.Discard(span.hint.Offset)
+		}
+		return recs, comp == decode.None, err
+	}
+	_, window := fn.Cfg.decoding()
+	mr.frames = decode.StartFraming(decode.FramingSource{Open: open, Consumed: src.Consumed, Cancel: of.Cancel, StopAt: span.stopAt}, window)
+	return mr
+}
+
+// finish stops mr's goroutine, drops what it fetched and did not use, and accounts for
+// what it decoded.
+func (mr *memberRead) finish(ctx context.Context) {
+	mr.frames.Stop()
+	mr.src.Close()
+	mr.fn.putDecoders(mr.dec)
+	metricBytes.Inc(ctx, mr.frames.Decoded())
+}
+
+// withS3Hint adds to a failed read's error what to check, when S3 refused the read (the
+// fetch layer reports the SDK's error as it is, with the request's context).
+func withS3Hint(err error) error {
+	var api smithy.APIError
+	if errors.As(err, &api) || isCredentialError(err) {
+		return describeS3Error(err, "s3io")
+	}
+	return err
+}

@@ -1,0 +1,56 @@
+package s3io
+
+import "github.com/spate-io/beam-s3/s3io/internal/fetch"
+
+// segmentSlack and segmentWindow size the ranged GETs of a segment: its own range plus
+// segmentSlack in the planned parts, then segmentWindow at a time for a record that
+// straddles the segment's end by more.
+const (
+	segmentSlack  = 64 << 10
+	segmentWindow = 1 << 20
+)
+
+// readSpan is where the read of one member starts and ends: which bytes are fetched, how
+// the first record is found, and where framing stops. spanOf decides it once, for both the
+// fetch of the member's bytes and their framing.
+type readSpan struct {
+	hint    resumeHint // where to resume, if the restriction starts inside this member
+	from    int64      // the first byte to fetch
+	planEnd int64      // where the planned bytes end: the object's size, or a segment's end plus slack
+	// seekable is true when the read begins inside the stored bytes, which are then known to
+	// be the records themselves (uncompressed): a resume at a seekable hint, or a segment.
+	// Record offsets are then object offsets.
+	seekable bool
+	// skipPartial is true when the read begins on the byte before a segment's range: if that
+	// byte ends a line, the first record starts at the segment's start; otherwise the record
+	// in progress belongs to the previous segment.
+	skipPartial bool
+	// stopAt, for a segment, is its end: framing stops at the first record that starts
+	// there or later, which the next segment owns. 0 for a whole object.
+	stopAt int64
+}
+
+// spanOf decides where reading member begins, hint being the restriction's resume hint
+// when member is the restriction's first: a seekable resume hint into it starts there; a
+// segment starts on the byte before its range, to see whether a record begins on its first
+// byte, and plans its own range plus segmentSlack for the record that straddles its end;
+// anything else is read from byte 0 and decoded.
+func spanOf(member Member, hint resumeHint) readSpan {
+	segStart, segEnd := member.span()
+	s := readSpan{hint: hint, planEnd: member.Size}
+	if member.isSegment() {
+		s.from, s.planEnd = max(segStart-1, 0), min(segEnd+segmentSlack, member.Size)
+		s.seekable, s.skipPartial, s.stopAt = true, segStart > 0, segEnd
+	}
+	if s.hint.known() && s.hint.Seekable {
+		s.from, s.seekable, s.skipPartial = s.hint.Offset, true, false
+	}
+	s.planEnd = max(s.planEnd, s.from)
+	return s
+}
+
+// fetchRange is what the fetcher fetches of the member: the planned bytes ahead, and past
+// them (only a segment's last record can reach there) segmentWindow at a time.
+func (s readSpan) fetchRange() fetch.Range {
+	return fetch.Range{From: s.from, PlanEnd: s.planEnd, TailWindow: segmentWindow}
+}
