@@ -16,24 +16,18 @@ import (
 )
 
 // The SDK decodes a ListObjectsV2 page with encoding/xml through smithy's NodeDecoder into
-// every field of ListObjectsV2Output, about 16 ms of CPU per 1,000-key page: listing
-// 1,000,000 keys spends 16 s of CPU on XML alone, which on a 2-core worker bounds how many
-// pages can be listed in parallel, and is most of the CPU of each ReadContinuously refresh.
-// parsePage decodes only what a Page holds. It replaces only the decoding of a successful
-// response; the request, signing, retries, errors and response metadata stay the SDK's, and
-// whatever it does not decode it hands to the SDK's deserializer, on the response already
-// received.
+// every field of ListObjectsV2Output, about 16 ms of CPU per 1,000-key page: on a 2-core
+// worker that bounds how many pages can be listed in parallel, and it is most of the CPU of
+// a ReadContinuously refresh. The fast deserializer replaces only the decoding of a
+// successful response (request, signing, retries, errors and metadata stay the SDK's), and
+// hands what parsePage does not decode to the SDK's deserializer, on the same response.
 
-// maxBody bounds the body the fast decoder buffers; a larger body is streamed to the SDK's
-// deserializer instead. A 1,000-key page is a few hundred KiB.
-const maxBody = 64 << 20
+// maxBody bounds the body buffered (a 1,000-key page is a few hundred KiB); a larger one is
+// streamed to the SDK's deserializer. maxPooledBody bounds the buffers kept for reuse, so
+// one huge page does not pin its buffer for the life of the process.
+const maxBody, maxPooledBody = 64 << 20, 8 << 20
 
-// maxPooledBody bounds the buffers kept for reuse, so one huge page does not pin its buffer
-// for the life of the process.
-const maxPooledBody = 8 << 20
-
-// bodyPool recycles response buffers: a Page copies what it keeps, so the buffer is free
-// once the page is decoded, and reusing it spares a large allocation per page.
+// bodyPool recycles response buffers: a Page copies what it keeps.
 var bodyPool sync.Pool
 
 // pageDecoding is the option of a ListObjectsV2 call that decodes its page with parsePage;

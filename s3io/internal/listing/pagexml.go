@@ -87,14 +87,6 @@ next:
 	return nil
 }
 
-// object is what is gathered of a Contents element until it ends. The key and the ETag
-// share one allocation, made then.
-type object struct {
-	strs                        []byte
-	key, etag                   [2]int // offsets in strs, or -1
-	restore, inProgress, expiry bool
-}
-
 // maxDepth bounds the nesting of elements, so a hostile document cannot make the
 // recursion grow without bound; deeper documents go to the SDK.
 const maxDepth = 256
@@ -114,21 +106,21 @@ func (p *parser) structure(page *Page, in int, elem []byte, empty bool) error {
 		if !start {
 			return p.endTag(elem)
 		}
-		name, empty, err := p.startTag()
+		name, leaf, err := p.startTag()
 		if err != nil {
 			return err
 		}
 		f := fieldOf(in, name)
 		switch {
 		case f == nil:
-			err = p.structure(page, -1, name, empty)
+			err = p.structure(page, -1, name, leaf)
 		case f.kind == isStructure:
 			p.open(page, f.id)
-			err = p.structure(page, f.id, name, empty)
+			err = p.structure(page, f.id, name, leaf)
 			p.close(page, f.id)
 		default:
 			var v []byte
-			if v, err = p.value(name, empty); err == nil {
+			if v, err = p.value(name, leaf); err == nil {
 				err = p.set(page, f, v)
 			}
 		}

@@ -19,6 +19,14 @@ type parser struct {
 	depth   int    // of the elements open
 }
 
+// object is what is gathered of a Contents element until it ends. The key and the ETag
+// share one allocation, made then.
+type object struct {
+	strs                        []byte
+	key, etag                   [2]int // offsets in strs, or -1
+	restore, inProgress, expiry bool
+}
+
 // special marks the bytes text may not hold as they are ('&' starts an entity).
 var special = func() (s [256]bool) {
 	for i := range 256 {
@@ -65,48 +73,33 @@ func (p *parser) skipSpace(i int) int {
 }
 
 // text checks that t, text up to a '<' or a closing quote, is plain (printable ASCII, tabs,
-// newlines) but for entities, and reports whether it holds any.
-func text(t []byte) (entities, ok bool) {
+// newlines) but for the predefined entities, the only ones encoding/xml knows. With decode
+// it returns t decoded, in p.scratch (valid until the next call) if it held entities.
+func (p *parser) text(t []byte, decode bool) ([]byte, bool) {
+	out := p.scratch[:0]
+	from := 0
 	for i := 0; i < len(t); {
 		if !special[t[i]] {
 			i++
 			continue
 		}
-		n, _ := entity(t[i:])
+		n := 0
+		for _, e := range [...]string{`"&quot;`, "&&amp;", "<&lt;", ">&gt;", "'&apos;"} { // the character, its entity
+			if bytes.HasPrefix(t[i:], []byte(e[1:])) {
+				n, out = len(e)-1, append(append(out, t[from:i]...), e[0])
+			}
+		}
 		if n == 0 {
-			return false, false
+			return nil, false
 		}
-		entities, i = true, i+n
+		i += n
+		from = i
 	}
-	return entities, true
-}
-
-// entities are the predefined entities, the only ones encoding/xml knows.
-var entities = [...]struct {
-	name string
-	c    byte
-}{{"&quot;", '"'}, {"&amp;", '&'}, {"&lt;", '<'}, {"&gt;", '>'}, {"&apos;", '\''}}
-
-// entity returns the length of the entity at the start of b and its character, or 0.
-func entity(b []byte) (int, byte) {
-	for _, e := range entities {
-		if bytes.HasPrefix(b, []byte(e.name)) {
-			return len(e.name), e.c
-		}
+	if from == 0 || !decode {
+		return t, true
 	}
-	return 0, 0
-}
-
-// decode returns t with its entities decoded, in p.scratch (valid until the next call).
-func (p *parser) decode(t []byte) []byte {
-	out := p.scratch[:0]
-	for k := bytes.IndexByte(t, '&'); k >= 0; k = bytes.IndexByte(t, '&') {
-		n, c := entity(t[k:]) // checked by text
-		out = append(append(out, t[:k]...), c)
-		t = t[k+n:]
-	}
-	p.scratch = append(out, t...)
-	return p.scratch
+	p.scratch = append(out, t[from:]...)
+	return p.scratch, true
 }
 
 // nextTag moves the cursor over text between tags (which the SDK ignores inside structures)
@@ -116,7 +109,7 @@ func (p *parser) nextTag() (start bool, err error) {
 	if n < 0 || p.pos+n+1 >= len(p.b) {
 		return false, errNotFast
 	}
-	if _, ok := text(p.b[p.pos : p.pos+n]); !ok {
+	if _, ok := p.text(p.b[p.pos:p.pos+n], false); !ok {
 		return false, errNotFast
 	}
 	p.pos += n
@@ -187,7 +180,7 @@ func (p *parser) attribute(i int) (int, error) {
 	if n < 0 {
 		return 0, errNotFast
 	}
-	if _, ok := text(b[i+1 : i+1+n]); !ok {
+	if _, ok := p.text(b[i+1:i+1+n], false); !ok {
 		return 0, errNotFast
 	}
 	return i + n + 2, nil
@@ -225,13 +218,9 @@ func (p *parser) value(name []byte, empty bool) ([]byte, error) {
 	if n < 0 || p.pos+n+1 >= len(p.b) || p.b[p.pos+n+1] != '/' {
 		return nil, errNotFast // a child, a comment or CDATA: the SDK refuses or decodes it
 	}
-	v := p.b[p.pos : p.pos+n]
-	entities, ok := text(v)
+	v, ok := p.text(p.b[p.pos:p.pos+n], true)
 	if !ok {
 		return nil, errNotFast
-	}
-	if entities {
-		v = p.decode(v)
 	}
 	p.pos += n
 	return v, p.endTag(name)
