@@ -6,6 +6,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/aws/aws-sdk-go-v2/service/s3/types"
 	"github.com/spate-io/beam-s3/internal/fakelist"
 	"math/rand/v2"
 	"slices"
@@ -184,4 +185,31 @@ func TestListingSkipsFolders(t *testing.T) {
 		t.Errorf("listed %d of %d keys (%d in folders that may match), %d folders skipped: nothing was pruned", len(got), len(keys), kept, l.Stats().SkippedFolders)
 	}
 	t.Logf("listed %d of %d keys with %d requests; %d folders skipped", len(got), len(keys), srv.Stats().Lists, l.Stats().SkippedFolders)
+}
+
+// TestListingPagesDecodedFast: the pages of a URL-encoded listing, keys with spaces, '%',
+// '+', '&' and non-ASCII runes among them, are decoded by the fast parser, not handed to the
+// SDK, and their keys come out decoded.
+func TestListingPagesDecodedFast(t *testing.T) {
+	keys := []string{"data/a b", "data/a%2Fb", "data/a+b", "data/a&b<c>", "data/é/日本", "data/x"}
+	_, opts := listFixture(t, keys, 0)
+	in := &s3.ListObjectsV2Input{Bucket: aws.String("lst"), Prefix: aws.String("data/"), EncodingType: types.EncodingTypeUrl}
+	out, err := opts.Client.ListObjectsV2(t.Context(), in, pageDecoding(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	page, fast := out.ResultMetadata.Get(pageKey{}).(*Page)
+	if !fast {
+		t.Fatalf("the page went to the SDK's decoder")
+	}
+	if err := page.unescape("lst"); err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, o := range page.Objects {
+		got = append(got, o.Key)
+	}
+	if want := slices.Sorted(slices.Values(keys)); !slices.Equal(got, want) {
+		t.Errorf("keys %q, want %q", got, want)
+	}
 }

@@ -46,7 +46,7 @@ func (g *gen) text() {
 	for range g.rng.IntN(6) {
 		if g.s3like && !g.chance(60) {
 			g.b.WriteString(g.pick("data/2024/", "part-0001.json", " ", "a b", "%20", "%C3%BC", "]", "]]",
-				"&amp;", "&lt;", "&gt;", "&quot;", "&apos;", "\n", "\t", "'", "\""))
+				"&amp;", "&lt;", "&gt;", "&quot;", "&apos;", "&#34;", "&#x27;", "&#9;", "\n", "\t", "'", "\""))
 			continue
 		}
 		if g.chance(60) {

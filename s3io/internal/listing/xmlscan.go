@@ -2,6 +2,7 @@ package listing
 
 import (
 	"bytes"
+	"unicode/utf8"
 )
 
 // The scanner. What it accepts, encoding/xml (the SDK's decoder) accepts and reads the same
@@ -73,8 +74,9 @@ func (p *parser) skipSpace(i int) int {
 }
 
 // text checks that t, text up to a '<' or a closing quote, is plain (printable ASCII, tabs,
-// newlines) but for the predefined entities, the only ones encoding/xml knows. With decode
-// it returns t decoded, in p.scratch (valid until the next call) if it held entities.
+// newlines) but for references: the predefined entities, the only ones encoding/xml knows,
+// and character references (encoding/xml writes quotes as &#34;). With decode it returns t
+// decoded, in p.scratch (valid until the next call) if it held references.
 func (p *parser) text(t []byte, decode bool) ([]byte, bool) {
 	out := p.scratch[:0]
 	from := 0
@@ -83,15 +85,16 @@ func (p *parser) text(t []byte, decode bool) ([]byte, bool) {
 			i++
 			continue
 		}
-		n := 0
+		n, r := charRef(t[i:])
 		for _, e := range [...]string{`"&quot;`, "&&amp;", "<&lt;", ">&gt;", "'&apos;"} { // the character, its entity
 			if bytes.HasPrefix(t[i:], []byte(e[1:])) {
-				n, out = len(e)-1, append(append(out, t[from:i]...), e[0])
+				n, r = len(e)-1, rune(e[0])
 			}
 		}
 		if n == 0 {
 			return nil, false
 		}
+		out = utf8.AppendRune(append(out, t[from:i]...), r)
 		i += n
 		from = i
 	}
@@ -100,6 +103,41 @@ func (p *parser) text(t []byte, decode bool) ([]byte, bool) {
 	}
 	p.scratch = append(out, t[from:]...)
 	return p.scratch, true
+}
+
+// charRef decodes the character reference at the start of b, returning its length and
+// character, or 0. Like encoding/xml, it turns a surrogate into U+FFFD and refuses
+// characters outside the XML range (so "&#x1;" fails in the SDK too).
+func charRef(b []byte) (int, rune) {
+	if len(b) < 3 || b[1] != '#' {
+		return 0, 0
+	}
+	i, base, r := 2, rune(10), rune(0)
+	if b[2] == 'x' {
+		i, base = 3, 16
+	}
+	for ; i < len(b) && b[i] != ';'; i++ {
+		c, d := b[i], rune(-1)
+		switch {
+		case '0' <= c && c <= '9':
+			d = rune(c - '0')
+		case base == 16 && 'a' <= c|0x20 && c|0x20 <= 'f':
+			d = rune(c|0x20-'a') + 10
+		}
+		if r = r*base + d; d < 0 || r > utf8.MaxRune {
+			return 0, 0
+		}
+	}
+	if i >= len(b) || i == 2 || i == 3 && base == 16 {
+		return 0, 0
+	}
+	if 0xD800 <= r && r <= 0xDFFF {
+		r = utf8.RuneError
+	}
+	if !(r == 0x09 || r == 0x0A || r == 0x0D || r >= 0x20 && r <= 0xD7FF || r >= 0xE000 && r <= 0xFFFD || r >= 0x10000 && r <= 0x10FFFF) {
+		return 0, 0
+	}
+	return i + 1, r
 }
 
 // nextTag moves the cursor over text between tags (which the SDK ignores inside structures)
