@@ -3,11 +3,12 @@ package s3io
 import (
 	"cmp"
 	"fmt"
-	"github.com/spate-io/beam-s3/s3io/internal/listing"
 	"net"
 	"net/url"
 	"strings"
 	"time"
+
+	"github.com/spate-io/beam-s3/s3io/internal/listing"
 )
 
 // Compression names how object bytes are decompressed before framing.

@@ -3,8 +3,9 @@ package s3io
 import (
 	"context"
 	"fmt"
-	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 	"strings"
+
+	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 )
 
 // PlanStats says what planning listed and planned.

@@ -2,11 +2,12 @@ package listing
 
 import (
 	"errors"
-	smithy "github.com/aws/smithy-go"
 	"net/http"
 	"regexp"
 	"strings"
 	"testing"
+
+	smithy "github.com/aws/smithy-go"
 )
 
 // compact removes the indentation between tags.

@@ -1,9 +1,10 @@
 package listing
 
 import (
-	"github.com/aws/aws-sdk-go-v2/aws"
 	"slices"
 	"strings"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
 )
 
 // split cuts the remainder of the earliest range worth cutting into pieces for idle
