@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/spate-io/beam-s3/s3io/internal/fetch"
+	"github.com/spate-io/beam-s3/s3io/internal/listing"
 )
 
 // Compression names how object bytes are decompressed before framing.
@@ -253,11 +254,12 @@ func (c Config) validateReading() error {
 }
 
 // glob compiles Config.Match; nil when it is empty.
-func (c Config) glob() (*glob, error) {
-	if c.Match == "" {
-		return nil, nil
+func (c Config) glob() (*listing.Glob, error) {
+	g, err := listing.CompileGlob(c.Match)
+	if err != nil {
+		return nil, fmt.Errorf("s3io: Config.Match %w", err)
 	}
-	return compileGlob(c.Match)
+	return g, nil
 }
 
 // validateSelection checks that Match can select keys under prefix, and returns the
@@ -275,7 +277,7 @@ func (c Config) listPrefix(prefix string) (string, error) {
 	if err != nil || g == nil {
 		return prefix, err
 	}
-	lit := g.literalPrefix()
+	lit := g.LiteralPrefix()
 	switch {
 	case strings.HasPrefix(lit, prefix):
 		return lit, nil

@@ -147,15 +147,29 @@ func (fn *refreshListFn) ProcessElement(ctx context.Context, ts beam.EventTime, 
 		return err
 	}
 	metricRefreshes.Inc(ctx, 1)
-	run := &planRun{planner: fn.planner, bucket: fn.Bucket, prefix: fn.Prefix, st: PlanStats{ListPrefix: lp},
-		each: func(m Member, modified time.Time) error {
-			emit(m.Key, listedVersion{Member: m, LastModified: modified.UnixMilli()})
-			return nil
-		}}
-	if _, err := run.list(ctx); err != nil {
+	if _, err := fn.planner.scan(ctx, fn.Bucket, fn.Prefix, watchSink(func(m Member, modified time.Time) {
+		emit(m.Key, listedVersion{Member: m, LastModified: modified.UnixMilli()})
+	})); err != nil {
 		return fmt.Errorf("s3io: refresh at %v of s3://%s/%s: %w", ts.ToTime().UTC(), fn.Bucket, lp, err)
 	}
 	return nil
+}
+
+// watchSink hands every object a refresh selects to the watch, which compares it with what
+// it read before.
+type watchSink func(m Member, lastModified time.Time)
+
+func (w watchSink) take(_ context.Context, page []selected, _ *PlanStats) error {
+	for _, o := range page {
+		w(o.Member, o.LastModified)
+	}
+	return nil
+}
+
+func (watchSink) finish() error { return nil }
+
+func (watchSink) report(ctx context.Context, where string, st *PlanStats, took time.Duration) {
+	log.Infof(ctx, "s3io: refresh listed %s: %d keys with %d requests in %v; %d objects (%d bytes, %d archived) selected; %d left out by selection, %d folders not listed", where, st.KeysListed, st.ListRequests, took.Round(time.Millisecond), st.Objects, st.Bytes, st.Archived, st.Skipped, st.FoldersSkipped)
 }
 
 // Refresh outcomes, as watchFn reports each object to the refresh summary.

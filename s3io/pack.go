@@ -22,9 +22,9 @@ import (
 //     descriptors below by T/e while keeping every decision local: whether to cut after a
 //     member depends on the members since the previous anchor only. The mean descriptor then
 //     weighs T (e^α·T/e with α = 1).
-//   - Bounds: a descriptor is also cut before it would pass 2T bytes or maxMembers members.
-//     Only these forced cuts depend on where the descriptor began, and the next anchor
-//     cut resynchronises.
+//   - Bounds: a descriptor is also cut before it would pass 4T bytes (maxTargetMultiple) or
+//     maxMembers members. Only these forced cuts depend on where the descriptor began, and
+//     the next anchor cut resynchronises.
 //
 // So adding, removing or changing one member moves at most the anchor decisions at its own
 // anchor and the next one: the descriptor that holds it and at most one neighbour change
@@ -111,18 +111,4 @@ func (p *packer) flush() error {
 	clear(p.cur)
 	p.cur, p.curBytes = p.cur[:0], 0
 	return p.emit(d)
-}
-
-// packMembers packs a whole sorted listing; the planner streams through a packer instead.
-func packMembers(bucket string, objects []Member, target int64, maxMembers int) []SplitDescriptor {
-	var out []SplitDescriptor
-	p := &packer{bucket: bucket, target: target, maxMembers: maxMembers, emit: func(d SplitDescriptor) error {
-		out = append(out, d)
-		return nil
-	}}
-	for _, o := range objects {
-		_ = p.add(o)
-	}
-	_ = p.flush()
-	return out
 }

@@ -252,3 +252,17 @@ func BenchmarkPacker(b *testing.B) {
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*len(ms)), "ns/member")
 }
+
+// packMembers packs a whole sorted listing, as the planner's packSink streams it.
+func packMembers(bucket string, objects []Member, target int64, maxMembers int) []SplitDescriptor {
+	var out []SplitDescriptor
+	p := &packer{bucket: bucket, target: target, maxMembers: maxMembers, emit: func(d SplitDescriptor) error {
+		out = append(out, d)
+		return nil
+	}}
+	for _, o := range objects {
+		_ = p.add(o)
+	}
+	_ = p.flush()
+	return out
+}

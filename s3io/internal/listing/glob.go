@@ -1,4 +1,4 @@
-package s3io
+package listing
 
 import (
 	"fmt"
@@ -8,10 +8,8 @@ import (
 	"unicode/utf8"
 )
 
-// Config.Match globs.
-//
-// A glob selects keys by shape, e.g. "logs/2024-*/part-?.gz". The syntax, which is the user
-// contract documented on Config.Match:
+// A glob selects keys by shape, e.g. "logs/2024-*/part-?.gz". The syntax (the user contract
+// s3io documents on Config.Match):
 //
 //   - '*' matches any run of characters other than '/', possibly empty.
 //   - '?' matches exactly one character other than '/'.
@@ -32,11 +30,12 @@ import (
 // classes match and positive classes never do.
 //
 // Matching is an NFA simulation over the pattern's token positions, one step per key
-// character, so it costs O(len(key) × len(pattern)) whatever the pattern: backtracking
-// matchers, regexp translations with nested stars and the like can take exponential time on
-// patterns such as "**a**a**a**b" against long keys, and a glob comes from a user. The same
-// simulation run over a prefix answers mayMatchUnder, which the planner uses to skip
-// listing folders no key of which can match.
+// character: O(len(key) × len(pattern)) whatever the pattern, like RE2 (Go's regexp is
+// linear too). It is written by hand rather than translated to a regexp for two reasons.
+// The same simulation run over a prefix answers MayMatchUnder, which lets the planner skip
+// listing folders no key of which can match; regexp has no "could a continuation of this
+// prefix match" query. And it runs once per listed key without allocating, which a regexp
+// with its per-call machine does not guarantee.
 
 // globTokKind is what one glob token consumes.
 type globTokKind uint8
@@ -55,7 +54,7 @@ const (
 // stray byte.
 const invalidRune rune = -1
 
-// globInlineWords is how many 64-bit words of state set match and mayMatchUnder keep on
+// globInlineWords is how many 64-bit words of state set match and MayMatchUnder keep on
 // the stack: patterns of up to 255 tokens (nearly all) run without allocating; longer ones
 // borrow their state sets from the glob's pool.
 const globInlineWords = 4
@@ -86,11 +85,11 @@ func (t *globToken) classMatches(r rune) bool {
 	return in != t.negated
 }
 
-// glob is a compiled Config.Match pattern. It is immutable once compiled, so one glob may
+// Glob is a compiled pattern. It is immutable once compiled, so one glob may
 // match keys from many goroutines.
 //
-// A nil *glob is the absence of a pattern: it matches every key (see compileGlob).
-type glob struct {
+// A nil *Glob is the absence of a pattern: it matches every key (see CompileGlob).
+type Glob struct {
 	pattern string // as written, for String
 	toks    []globToken
 	// starMask has a bit set for each star token: a star can match the empty run, so a
@@ -116,15 +115,15 @@ type glob struct {
 	pool sync.Pool
 }
 
-// compileGlob compiles a Config.Match pattern. The empty pattern means "no glob": it
-// compiles to a nil *glob and no error, and a nil *glob matches every key, so callers need
-// not tell the two cases apart. Errors name the field, quote the pattern and give the byte
-// offset of the problem in it.
-func compileGlob(pattern string) (*glob, error) {
+// CompileGlob compiles a pattern. The empty pattern means "no glob": it
+// compiles to a nil *Glob and no error, and a nil *Glob matches every key, so callers need
+// not tell the two cases apart. Errors quote the pattern and give the byte offset of the problem
+// in it; the caller names the setting it came from.
+func CompileGlob(pattern string) (*Glob, error) {
 	if pattern == "" {
 		return nil, nil
 	}
-	g := &glob{pattern: pattern}
+	g := &Glob{pattern: pattern}
 	for i := 0; i < len(pattern); {
 		switch pattern[i] {
 		case '*':
@@ -265,31 +264,31 @@ func globClassChar(pattern string, i, start int) (rune, int, error) {
 }
 
 func globError(pattern, format string, args ...any) error {
-	return fmt.Errorf("s3io: Config.Match %q is not a valid glob: "+format, append([]any{pattern}, args...)...)
+	return fmt.Errorf("%q is not a valid glob: "+format, append([]any{pattern}, args...)...)
 }
 
 // String returns the pattern as written ("" for a nil glob), for logs and messages.
-func (g *glob) String() string {
+func (g *Glob) String() string {
 	if g == nil {
 		return ""
 	}
 	return g.pattern
 }
 
-// literalPrefix is the longest prefix every matching key starts with (escapes resolved),
+// LiteralPrefix is the longest prefix every matching key starts with (escapes resolved),
 // e.g. "logs/2024-" for "logs/2024-*/part-?.gz": the planner lists only keys under it. It is
 // "" for a nil glob.
-func (g *glob) literalPrefix() string {
+func (g *Glob) LiteralPrefix() string {
 	if g == nil {
 		return ""
 	}
 	return g.prefix
 }
 
-// match reports whether the whole key matches the pattern. A nil glob matches every key.
+// Match reports whether the whole key matches the pattern. A nil glob matches every key.
 // It does not allocate, except for patterns of more than 255 tokens before their pool
 // warms up.
-func (g *glob) match(key string) bool {
+func (g *Glob) Match(key string) bool {
 	if g == nil {
 		return true
 	}
@@ -305,7 +304,7 @@ func (g *glob) match(key string) bool {
 // runFrom matches s, or with partial a prefix of keys, from past the literal prefix the
 // glob skips, with state vectors on the stack when they fit, else from the pool. The calls
 // are direct so that the stack buffer does not escape.
-func (g *glob) runFrom(s string, partial bool) bool {
+func (g *Glob) runFrom(s string, partial bool) bool {
 	start, off := 0, 0
 	if g.skipPrefix {
 		start, off = g.nprefix, len(g.prefix)
@@ -325,7 +324,7 @@ func (g *glob) runFrom(s string, partial bool) bool {
 	return g.matchFrom(s[off:], start, cur, next)
 }
 
-func (g *glob) matchFrom(s string, start int, cur, next []uint64) bool {
+func (g *Glob) matchFrom(s string, start int, cur, next []uint64) bool {
 	g.startAt(cur, start)
 	if cur, _, ok := g.run(s, cur, next); ok {
 		return cur[len(g.toks)/64]&(1<<(len(g.toks)%64)) != 0
@@ -333,13 +332,13 @@ func (g *glob) matchFrom(s string, start int, cur, next []uint64) bool {
 	return false
 }
 
-// mayMatchUnder reports whether some key that begins with prefix could match: false only
+// MayMatchUnder reports whether some key that begins with prefix could match: false only
 // if none can. The planner uses it to skip a folder (a common prefix such as
 // "logs/2023-12-31/") without listing it. It is sound: it never returns false when a key
 // with that prefix matches. It is exact except that a class is assumed to have members,
 // and that when prefix ends inside a UTF-8 sequence, a class is assumed to hold a rune that
 // completes it. A nil glob may match under every prefix.
-func (g *glob) mayMatchUnder(prefix string) bool {
+func (g *Glob) MayMatchUnder(prefix string) bool {
 	if g == nil {
 		return true
 	}
@@ -357,7 +356,7 @@ func (g *glob) mayMatchUnder(prefix string) bool {
 	return g.runFrom(prefix, true)
 }
 
-func (g *glob) mayMatchFrom(s string, start int, cur, next []uint64) bool {
+func (g *Glob) mayMatchFrom(s string, start int, cur, next []uint64) bool {
 	// A prefix may end inside a UTF-8 sequence ("\xc3" of "é"): how its last bytes decode
 	// depends on the bytes after them, which the prefix does not have. Either they complete
 	// one rune, or (Go's decoding of an invalid sequence) each is a character on its own.
@@ -408,7 +407,7 @@ func incompleteUTF8Tail(s string) int {
 }
 
 // startAt sets set to the single state at token start and its ε-closure.
-func (g *glob) startAt(set []uint64, start int) {
+func (g *Glob) startAt(set []uint64, start int) {
 	clear(set)
 	set[start/64] |= 1 << (start % 64)
 	g.closure(set)
@@ -418,7 +417,7 @@ func (g *glob) startAt(set []uint64, start int) {
 // each star the set holds, since a star may match the empty run. A single shift suffices
 // because a star token is never followed by another (a run of '*' is one token), so no
 // state added here is a star to skip in turn.
-func (g *glob) closure(set []uint64) {
+func (g *Glob) closure(set []uint64) {
 	var carry uint64
 	for w, x := range set {
 		stars := x & g.starMask[w]
@@ -429,7 +428,7 @@ func (g *glob) closure(set []uint64) {
 
 // run advances the state set cur over every character of s, using next as scratch. It
 // returns the final set and the other buffer, and false as soon as no state is live.
-func (g *glob) run(s string, cur, next []uint64) ([]uint64, []uint64, bool) {
+func (g *Glob) run(s string, cur, next []uint64) ([]uint64, []uint64, bool) {
 	for p := 0; p < len(s); {
 		var r rune
 		w := 1
@@ -450,7 +449,7 @@ func (g *glob) run(s string, cur, next []uint64) ([]uint64, []uint64, bool) {
 // step sets next to the states reached from cur by consuming the character c (decoded as
 // r) and reports whether next is non-empty. It is the inner loop of matching, hence the
 // hand-written bit iteration.
-func (g *glob) step(cur, next []uint64, c string, r rune) bool {
+func (g *Glob) step(cur, next []uint64, c string, r rune) bool {
 	clear(next)
 	var live uint64
 	m := len(g.toks)
@@ -498,7 +497,7 @@ func (g *glob) step(cur, next []uint64, c string, r rune) bool {
 }
 
 // states yields the states in set in ascending order.
-func (g *glob) states(set []uint64) func(yield func(int) bool) {
+func (g *Glob) states(set []uint64) func(yield func(int) bool) {
 	return func(yield func(int) bool) {
 		for w, x := range set {
 			for x != 0 {

@@ -1,0 +1,128 @@
+package s3io
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/log"
+
+	"github.com/spate-io/beam-s3/s3io/internal/decode"
+	"github.com/spate-io/beam-s3/s3io/internal/fetch"
+)
+
+// packSink packs a scan's selection into descriptors, cutting large uncompressed objects
+// into segments, and hands each descriptor to emit as soon as it is cut.
+type packSink struct {
+	p      *planner
+	bucket string
+	pk     *packer
+	st     *PlanStats // the scan's, where descriptors are counted
+}
+
+func newPackSink(ctx context.Context, p *planner, bucket string, emit func(SplitDescriptor) error) *packSink {
+	s := &packSink{p: p, bucket: bucket}
+	s.pk = &packer{bucket: bucket, target: p.cfg.SplitTargetBytes, maxMembers: p.cfg.MaxSplitMembers, emit: func(d SplitDescriptor) error {
+		s.st.Descriptors++
+		metricSplitsPlanned.Inc(ctx, 1)
+		return emit(d)
+	}}
+	return s
+}
+
+func (s *packSink) take(ctx context.Context, page []selected, st *PlanStats) error {
+	s.st = st
+	ms := make([]Member, len(page))
+	for i, o := range page {
+		ms[i] = o.Member
+	}
+	for i, seg := range s.p.segmentable(ctx, s.bucket, ms) {
+		if err := s.p.addMember(ctx, ms[i], seg, s.pk, st); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (s *packSink) finish() error { return s.pk.flush() }
+
+func (s *packSink) report(ctx context.Context, where string, st *PlanStats, took time.Duration) {
+	metricObjectsPlanned.Inc(ctx, st.Objects)
+	log.Infof(ctx, "s3io: planned %s: %d keys listed with %d requests in %v; %d objects (%d bytes, %d archived) in %d descriptors; %d left out by selection, %d folders not listed", where, st.KeysListed, st.ListRequests, took.Round(time.Millisecond), st.Objects, st.Bytes, st.Archived, st.Descriptors, st.Skipped, st.FoldersSkipped)
+}
+
+// segmentable reports which members are cut into segments: large uncompressed objects
+// framed by a self-synchronising framer. The magic-byte probes that tell an object of unknown
+// compression is uncompressed run ListParallelism at a time: one after another, a prefix of
+// thousands of large objects would cost a request's latency per object to plan.
+func (p *planner) segmentable(ctx context.Context, bucket string, ms []Member) []bool {
+	out := make([]bool, len(ms))
+	if !selfSynchronizing(p.cfg.Framer) {
+		return out
+	}
+	segSize := max(p.cfg.SplitTargetBytes, minSegmentBytes)
+	sem := make(chan struct{}, max(p.cfg.ListParallelism, 1))
+	var wg sync.WaitGroup
+	for i, m := range ms {
+		if m.Archived != "" || m.Size <= segSize {
+			continue
+		}
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer wg.Done()
+			out[i] = p.storedPlain(ctx, bucket, m)
+			<-sem
+		}()
+	}
+	wg.Wait()
+	return out
+}
+
+// addMember packs m, cut into segments when seg says so.
+func (p *planner) addMember(ctx context.Context, m Member, seg bool, pk *packer, st *PlanStats) error {
+	if seg {
+		segs := segments(m, max(p.cfg.SplitTargetBytes, minSegmentBytes))
+		st.Segments += int64(len(segs))
+		metricSegmentsPlanned.Inc(ctx, int64(len(segs)))
+		for _, s := range segs {
+			if err := pk.add(s); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	return pk.add(m)
+}
+
+// minSegmentBytes keeps a tiny SplitTargetBytes from cutting objects into segments that
+// cost more in requests than they save in parallelism.
+const minSegmentBytes = 64 << 10
+
+// segments cuts an object into segments of at most target bytes, as even as whole bytes
+// allow, so that readers of one large object work in parallel.
+func segments(o Member, target int64) []Member {
+	n := (o.Size + target - 1) / target
+	out := make([]Member, n)
+	for i := range n {
+		out[i] = o
+		out[i].Start, out[i].End = o.Size*i/n, o.Size*(i+1)/n
+	}
+	return out
+}
+
+// storedPlain reports whether o is stored uncompressed, which segmenting needs: a reader
+// can only start inside an object whose bytes are its records. In auto mode an object
+// without a compressed extension is probed for magic bytes with a pinned GET of its first bytes; if
+// the probe fails the object stays whole, and its read reports the real problem.
+func (p *planner) storedPlain(ctx context.Context, bucket string, o Member) bool {
+	mode := decode.Compression(p.cfg.Compression)
+	if decode.Detect(mode, o.Key, nil) != decode.None {
+		return false // forced, or named by its extension
+	}
+	if mode == decode.None {
+		return true
+	}
+	head, err := fetch.NewGets(p.client, bucket, p.cfg.fetchSettings()).ReadPrefix(ctx, o.object(), decode.MagicLen)
+	return err == nil && decode.Detect(decode.Auto, o.Key, head) == decode.None
+}
