@@ -5,11 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/aws/retry"
 	"github.com/aws/smithy-go"
 	smithyhttp "github.com/aws/smithy-go/transport/http"
+
+	"github.com/spate-io/beam-s3/s3io/internal/s3client"
 )
 
 // Every error value of the package, and how a failed read is classified: fatal (the job
@@ -129,14 +130,10 @@ func describeS3Error(err error, op string) error {
 			return fmt.Errorf("%s: %w (%s)", op, err, h)
 		}
 	}
-	if isCredentialError(err) {
+	if errors.Is(err, s3client.ErrCredentials) {
 		return fmt.Errorf("%s: %w (the workers found no usable AWS credentials: set AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY, a profile, or a role)", op, err)
 	}
 	return fmt.Errorf("%s: %w", op, err)
-}
-
-func isCredentialError(err error) bool {
-	return strings.Contains(err.Error(), "failed to retrieve credentials") || strings.Contains(err.Error(), "no EC2 IMDS role found")
 }
 
 // classify tells what a failed member read means: fatal (the job must fail now, with
@@ -170,7 +167,7 @@ func classify(err error) (fatal bool, reason Reason) {
 		}
 	}
 	switch {
-	case isCredentialError(err), errors.Is(err, context.Canceled):
+	case errors.Is(err, s3client.ErrCredentials), errors.Is(err, context.Canceled):
 		return true, ""
 	case errors.Is(err, ErrCorrupt), errors.Is(err, ErrTruncatedRecord), errors.Is(err, errFramer):
 		return false, ReasonCorrupt

@@ -11,6 +11,8 @@ import (
 
 	"github.com/aws/smithy-go"
 	smithyhttp "github.com/aws/smithy-go/transport/http"
+
+	"github.com/spate-io/beam-s3/s3io/internal/s3client"
 )
 
 func apiErr(code string, status int) error {
@@ -46,7 +48,7 @@ func TestClassify(t *testing.T) {
 		{fmt.Errorf("%w: x", ErrTruncatedRecord), false, ReasonCorrupt},
 		{fmt.Errorf("%w at byte 3: %w", errFramer, errors.New("custom framer says no")), false, ReasonCorrupt},
 		{fmt.Errorf("%w: big", ErrRecordTooLarge), false, ReasonRecordTooLarge},
-		{errors.New("failed to retrieve credentials: no provider"), true, ""},
+		{fmt.Errorf("get identity: get credentials: %w", s3client.ErrCredentials), true, ""},
 		{context.Canceled, true, ""},
 	} {
 		wrapped := &ObjectError{ObjectRef: ObjectRef{Key: "k"}, Err: tc.err}
