@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/aws/retry"
 	"github.com/aws/smithy-go"
@@ -13,6 +12,7 @@ import (
 
 	"github.com/spate-io/beam-s3/s3io/internal/decode"
 	"github.com/spate-io/beam-s3/s3io/internal/fetch"
+	"github.com/spate-io/beam-s3/s3io/internal/s3client"
 )
 
 // Every error value of the package, and how a failed read is classified: fatal (the job
@@ -116,14 +116,20 @@ func describeS3Error(err error, op string) error {
 			return fmt.Errorf("%s: %w (%s)", op, err, h)
 		}
 	}
-	if isCredentialError(err) {
+	if errors.Is(err, s3client.ErrCredentials) {
 		return fmt.Errorf("%s: %w (the workers found no usable AWS credentials: set AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY, a profile, or a role)", op, err)
 	}
 	return fmt.Errorf("%s: %w", op, err)
 }
 
-func isCredentialError(err error) bool {
-	return strings.Contains(err.Error(), "failed to retrieve credentials") || strings.Contains(err.Error(), "no EC2 IMDS role found")
+// withS3Hint adds to a failed read's error what to check, when S3 refused the read (the
+// fetch layer reports the SDK's error as it is, with the request's context).
+func withS3Hint(err error) error {
+	var api smithy.APIError
+	if errors.As(err, &api) || errors.Is(err, s3client.ErrCredentials) {
+		return describeS3Error(err, "s3io")
+	}
+	return err
 }
 
 // classify tells what a failed member read means: fatal (the job must fail now, with
@@ -157,7 +163,7 @@ func classify(err error) (fatal bool, reason Reason) {
 		}
 	}
 	switch {
-	case isCredentialError(err), errors.Is(err, context.Canceled):
+	case errors.Is(err, s3client.ErrCredentials), errors.Is(err, context.Canceled):
 		return true, ""
 	case errors.Is(err, decode.ErrCorrupt), errors.Is(err, decode.ErrTruncatedRecord), errors.Is(err, decode.ErrFramer):
 		return false, ReasonCorrupt

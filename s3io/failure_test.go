@@ -14,6 +14,7 @@ import (
 
 	"github.com/spate-io/beam-s3/s3io/internal/decode"
 	"github.com/spate-io/beam-s3/s3io/internal/fetch"
+	"github.com/spate-io/beam-s3/s3io/internal/s3client"
 )
 
 func apiErr(code string, status int) error {
@@ -49,7 +50,7 @@ func TestClassify(t *testing.T) {
 		{fmt.Errorf("%w: x", decode.ErrTruncatedRecord), false, ReasonCorrupt},
 		{fmt.Errorf("%w at byte 3: %w", decode.ErrFramer, errors.New("custom framer says no")), false, ReasonCorrupt},
 		{fmt.Errorf("%w: big", decode.ErrRecordTooLarge), false, ReasonRecordTooLarge},
-		{errors.New("failed to retrieve credentials: no provider"), true, ""},
+		{fmt.Errorf("get identity: get credentials: %w", s3client.ErrCredentials), true, ""},
 		{context.Canceled, true, ""},
 	} {
 		wrapped := &ObjectError{ObjectRef: ObjectRef{Key: "k"}, Err: tc.err}

@@ -2,9 +2,7 @@ package s3io
 
 import (
 	"context"
-	"errors"
 
-	"github.com/aws/smithy-go"
 
 	"github.com/spate-io/beam-s3/s3io/internal/decode"
 	"github.com/spate-io/beam-s3/s3io/internal/fetch"
@@ -148,14 +146,4 @@ func (mr *memberRead) finish(ctx context.Context) {
 	mr.src.Close()
 	mr.fn.putDecoders(mr.dec)
 	metricBytes.Inc(ctx, mr.frames.Decoded())
-}
-
-// withS3Hint adds to a failed read's error what to check, when S3 refused the read (the
-// fetch layer reports the SDK's error as it is, with the request's context).
-func withS3Hint(err error) error {
-	var api smithy.APIError
-	if errors.As(err, &api) || isCredentialError(err) {
-		return describeS3Error(err, "s3io")
-	}
-	return err
 }

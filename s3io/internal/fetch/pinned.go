@@ -15,17 +15,16 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws/retry"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/s3/types"
+
+	"github.com/spate-io/beam-s3/s3io/internal/s3client"
 )
 
-// resumeMaxBackoff caps the wait before resuming a broken body, as the client's retryer
-// caps the wait between two attempts at a request. The SDK's retryer covers a failed
+// resumeBackoff spaces the resumes of a broken body. The SDK's retryer covers a failed
 // request, but not a response body that breaks or stalls after the headers arrived: that is
-// resumed here, with a ranged GET from the next byte, pinned like the first.
-const resumeMaxBackoff = 5 * time.Second
-
-// resumeBackoff is the SDK's jittered exponential backoff, shared by every pinned read: it
-// holds no per-read state.
-var resumeBackoff = retry.NewExponentialJitterBackoff(resumeMaxBackoff)
+// resumed here, with a ranged GET from the next byte, pinned like the first, and waits as
+// the retryer waits between two attempts at a request (the same jittered exponential
+// policy, capped at the same s3client.MaxBackoff). It holds no per-read state.
+var resumeBackoff = retry.NewExponentialJitterBackoff(s3client.MaxBackoff)
 
 // ErrBodyStalled marks a body that sent nothing for Settings.ReadTimeout.
 var ErrBodyStalled = errors.New("s3io: response body stalled")
