@@ -3,7 +3,6 @@ package s3io
 import (
 	"context"
 
-
 	"github.com/spate-io/beam-s3/s3io/internal/decode"
 	"github.com/spate-io/beam-s3/s3io/internal/fetch"
 )
