@@ -24,24 +24,24 @@ const (
 	CompressionZstd Compression = "zstd"
 )
 
-// Defaults applied to zero-valued Config fields.
+// Defaults applied to zero-valued Config fields by WithDefaults; each field's doc states its own.
 const (
-	DefaultFramer           = "lines"
-	DefaultSplitTargetBytes = 64 << 20
-	DefaultMaxSplitMembers  = 1024
-	DefaultMaxRecordBytes   = 16 << 20
-	DefaultMaxAttempts      = 8
-	DefaultReadTimeout      = time.Minute
-	// DefaultReadBufferBytes, DefaultPartBytes and DefaultMaxRequestsInFlight were chosen by
+	defaultFramer           = "lines"
+	defaultSplitTargetBytes = 64 << 20
+	defaultMaxSplitMembers  = 1024
+	defaultMaxRecordBytes   = 16 << 20
+	defaultMaxAttempts      = 8
+	defaultReadTimeout      = time.Minute
+	// defaultReadBufferBytes, defaultPartBytes and defaultMaxRequestsInFlight were chosen by
 	// measurement through a proxy that adds 30 ms per request and paces each connection to
 	// 90 MB/s, as S3 does (README, "Performance"): enough parts in flight to hide the
 	// latency of each and to add up many connections' bandwidth, within a memory bound.
-	DefaultReadBufferBytes     = 40 << 20
-	DefaultPartBytes           = 2 << 20
-	DefaultMaxRequestsInFlight = 32
-	// DefaultListParallelism keeps 16 LIST requests in flight: S3 answers a 1,000-key page
+	defaultReadBufferBytes     = 40 << 20
+	defaultPartBytes           = 2 << 20
+	defaultMaxRequestsInFlight = 32
+	// defaultListParallelism keeps 16 LIST requests in flight: S3 answers a 1,000-key page
 	// in ~75–300 ms, so one request at a time lists a million keys in several minutes.
-	DefaultListParallelism = 16
+	defaultListParallelism = 16
 )
 
 // Hard limits: maxSplitMembersLimit bounds what one descriptor and its restriction take in
@@ -160,20 +160,22 @@ type Config struct {
 	RequesterPays bool
 }
 
-// withDefaults returns c with zero-valued fields replaced by their defaults.
-func (c Config) withDefaults() Config {
-	c.Framer = cmp.Or(c.Framer, DefaultFramer)
+// WithDefaults returns c with every zero-valued field replaced by its default, as the
+// transforms read it: what a job will actually use, for logging it or for estimates such as
+// cmd/s3io-plan's. Each field's doc names its default.
+func (c Config) WithDefaults() Config {
+	c.Framer = cmp.Or(c.Framer, defaultFramer)
 	c.Compression = cmp.Or(c.Compression, CompressionAuto)
-	c.SplitTargetBytes = cmp.Or(c.SplitTargetBytes, DefaultSplitTargetBytes)
+	c.SplitTargetBytes = cmp.Or(c.SplitTargetBytes, defaultSplitTargetBytes)
 	c.InitialSplitBytes = cmp.Or(c.InitialSplitBytes, c.SplitTargetBytes)
-	c.MaxSplitMembers = cmp.Or(c.MaxSplitMembers, DefaultMaxSplitMembers)
-	c.MaxRecordBytes = cmp.Or(c.MaxRecordBytes, DefaultMaxRecordBytes)
-	c.MaxAttempts = cmp.Or(c.MaxAttempts, DefaultMaxAttempts)
-	c.ReadTimeout = cmp.Or(c.ReadTimeout, DefaultReadTimeout)
-	c.ReadBufferBytes = cmp.Or(c.ReadBufferBytes, DefaultReadBufferBytes)
-	c.PartBytes = cmp.Or(c.PartBytes, DefaultPartBytes)
-	c.MaxRequestsInFlight = cmp.Or(c.MaxRequestsInFlight, DefaultMaxRequestsInFlight)
-	c.ListParallelism = cmp.Or(c.ListParallelism, DefaultListParallelism)
+	c.MaxSplitMembers = cmp.Or(c.MaxSplitMembers, defaultMaxSplitMembers)
+	c.MaxRecordBytes = cmp.Or(c.MaxRecordBytes, defaultMaxRecordBytes)
+	c.MaxAttempts = cmp.Or(c.MaxAttempts, defaultMaxAttempts)
+	c.ReadTimeout = cmp.Or(c.ReadTimeout, defaultReadTimeout)
+	c.ReadBufferBytes = cmp.Or(c.ReadBufferBytes, defaultReadBufferBytes)
+	c.PartBytes = cmp.Or(c.PartBytes, defaultPartBytes)
+	c.MaxRequestsInFlight = cmp.Or(c.MaxRequestsInFlight, defaultMaxRequestsInFlight)
+	c.ListParallelism = cmp.Or(c.ListParallelism, defaultListParallelism)
 	return c
 }
 
@@ -193,7 +195,7 @@ func (c Config) Validate() error {
 // validateReading checks every field but the bucket and the prefix, which ReadSplits and
 // ReadAll take from their input.
 func (c Config) validateReading() error {
-	c = c.withDefaults()
+	c = c.WithDefaults()
 	if c.Endpoint != "" {
 		u, err := url.Parse(c.Endpoint)
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
@@ -209,31 +211,31 @@ func (c Config) validateReading() error {
 		return fmt.Errorf("s3io: Config.Compression %q is unknown; use %q, %q, %q or %q", c.Compression, CompressionAuto, CompressionNone, CompressionGzip, CompressionZstd)
 	}
 	if c.SplitTargetBytes < 0 {
-		return fmt.Errorf("s3io: Config.SplitTargetBytes is %d; it must be positive (0 means the default, %d)", c.SplitTargetBytes, DefaultSplitTargetBytes)
+		return fmt.Errorf("s3io: Config.SplitTargetBytes is %d; it must be positive (0 means the default, %d)", c.SplitTargetBytes, defaultSplitTargetBytes)
 	}
 	if c.InitialSplitBytes < 0 {
 		return fmt.Errorf("s3io: Config.InitialSplitBytes is %d; it must be positive (0 means the default, SplitTargetBytes)", c.InitialSplitBytes)
 	}
 	if c.MaxSplitMembers < 0 || c.MaxSplitMembers > maxSplitMembersLimit {
-		return fmt.Errorf("s3io: Config.MaxSplitMembers is %d; it must be between 1 and %d (0 means the default, %d)", c.MaxSplitMembers, maxSplitMembersLimit, DefaultMaxSplitMembers)
+		return fmt.Errorf("s3io: Config.MaxSplitMembers is %d; it must be between 1 and %d (0 means the default, %d)", c.MaxSplitMembers, maxSplitMembersLimit, defaultMaxSplitMembers)
 	}
 	if c.MaxRecordBytes < 0 || c.MaxRecordBytes > maxRecordBytesLimit {
-		return fmt.Errorf("s3io: Config.MaxRecordBytes is %d; it must be between 1 and %d (0 means the default, %d)", c.MaxRecordBytes, maxRecordBytesLimit, DefaultMaxRecordBytes)
+		return fmt.Errorf("s3io: Config.MaxRecordBytes is %d; it must be between 1 and %d (0 means the default, %d)", c.MaxRecordBytes, maxRecordBytesLimit, defaultMaxRecordBytes)
 	}
 	if c.MaxAttempts < 0 || c.MaxAttempts > 100 {
-		return fmt.Errorf("s3io: Config.MaxAttempts is %d; it must be between 1 and 100 (0 means the default, %d)", c.MaxAttempts, DefaultMaxAttempts)
+		return fmt.Errorf("s3io: Config.MaxAttempts is %d; it must be between 1 and 100 (0 means the default, %d)", c.MaxAttempts, defaultMaxAttempts)
 	}
 	if c.ReadTimeout < 0 {
-		return fmt.Errorf("s3io: Config.ReadTimeout is %v; it must be positive (0 means the default, %v)", c.ReadTimeout, DefaultReadTimeout)
+		return fmt.Errorf("s3io: Config.ReadTimeout is %v; it must be positive (0 means the default, %v)", c.ReadTimeout, defaultReadTimeout)
 	}
 	if c.ReadBufferBytes != 0 && c.ReadBufferBytes < minReadBufferBytes {
-		return fmt.Errorf("s3io: Config.ReadBufferBytes is %d; it must be at least %d, room for the decoding windows and one part (0 means the default, %d)", c.ReadBufferBytes, minReadBufferBytes, DefaultReadBufferBytes)
+		return fmt.Errorf("s3io: Config.ReadBufferBytes is %d; it must be at least %d, room for the decoding windows and one part (0 means the default, %d)", c.ReadBufferBytes, minReadBufferBytes, defaultReadBufferBytes)
 	}
 	if c.PartBytes < 0 || c.PartBytes > c.ReadBufferBytes-decodeWindows {
-		return fmt.Errorf("s3io: Config.PartBytes is %d; it must be positive and at most Config.ReadBufferBytes less %d for decoding (0 means the default, %d)", c.PartBytes, decodeWindows, DefaultPartBytes)
+		return fmt.Errorf("s3io: Config.PartBytes is %d; it must be positive and at most Config.ReadBufferBytes less %d for decoding (0 means the default, %d)", c.PartBytes, decodeWindows, defaultPartBytes)
 	}
 	if c.MaxRequestsInFlight < 0 || c.MaxRequestsInFlight > 1024 {
-		return fmt.Errorf("s3io: Config.MaxRequestsInFlight is %d; it must be between 1 and 1024 (0 means the default, %d)", c.MaxRequestsInFlight, DefaultMaxRequestsInFlight)
+		return fmt.Errorf("s3io: Config.MaxRequestsInFlight is %d; it must be between 1 and 1024 (0 means the default, %d)", c.MaxRequestsInFlight, defaultMaxRequestsInFlight)
 	}
 	if c.MaxRequestsPerSecond < 0 {
 		return fmt.Errorf("s3io: Config.MaxRequestsPerSecond is %v; it must be positive, or 0 for no cap", c.MaxRequestsPerSecond)
@@ -242,7 +244,7 @@ func (c Config) validateReading() error {
 		return fmt.Errorf("s3io: Config.ExpectedBucketOwner %q is not a 12-digit AWS account ID", o)
 	}
 	if c.ListParallelism < 0 || c.ListParallelism > 256 {
-		return fmt.Errorf("s3io: Config.ListParallelism is %d; it must be between 1 and 256 (0 means the default, %d)", c.ListParallelism, DefaultListParallelism)
+		return fmt.Errorf("s3io: Config.ListParallelism is %d; it must be between 1 and 256 (0 means the default, %d)", c.ListParallelism, defaultListParallelism)
 	}
 	if _, err := c.glob(); err != nil {
 		return err

@@ -215,7 +215,7 @@ func (fn *watchFn) ProcessElement(ctx context.Context, ts beam.EventTime, sp sta
 		return err
 	}
 	ms := []Member{v.Member}
-	read(beam.EventTime(v.LastModified), SplitDescriptor{ID: SplitID(fn.Bucket, ms), Bucket: fn.Bucket, Members: ms})
+	read(beam.EventTime(v.LastModified), SplitDescriptor{ID: splitID(fn.Bucket, ms), Bucket: fn.Bucket, Members: ms})
 	return nil
 }
 

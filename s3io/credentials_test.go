@@ -68,7 +68,7 @@ func TestNoCredentialsIsFatal(t *testing.T) {
 	srv := s3test.New(t)
 	srv.CreateBucket(t, "creds")
 	srv.Put(t, "creds", "k/a.ndjson", []byte("{\"a\":1}\n"))
-	cfg := Config{Bucket: "creds", Prefix: "k/", Endpoint: srv.URL, UsePathStyle: true}.withDefaults()
+	cfg := Config{Bucket: "creds", Prefix: "k/", Endpoint: srv.URL, UsePathStyle: true}.WithDefaults()
 	for _, src := range credentialSources {
 		t.Run(src.name, func(t *testing.T) {
 			src.env(t, withoutAWSCredentials(t))
@@ -88,7 +88,7 @@ func TestNoCredentialsIsFatal(t *testing.T) {
 			if !strings.Contains(err.Error(), credentialHint) {
 				t.Errorf("error %q lacks the hint %q", err, credentialHint)
 			}
-			if fatal, reason := classify(&ObjectError{ObjectRef: ObjectRef{Key: "k/a.ndjson"}, Err: err}); !fatal {
+			if fatal, reason := classify(&objectError{ObjectRef: ObjectRef{Key: "k/a.ndjson"}, Err: err}); !fatal {
 				t.Errorf("classify(%v) = not fatal, %q; want fatal", err, reason)
 			}
 		})

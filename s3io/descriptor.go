@@ -53,8 +53,9 @@ func (m Member) weight() int64 {
 // SplitDescriptor is one unit of planned work: a batch of objects (or one segment of a
 // large one), self-contained so that readers never list. It is the element type of the PCollection Plan returns.
 type SplitDescriptor struct {
-	// ID is SplitID(Bucket, Members): equal descriptors have equal IDs across replans, and a
-	// changed object (new ETag) changes the ID of the split it falls in.
+	// ID digests PackingVersion, Bucket and every member's key, ETag and byte range: equal
+	// descriptors have equal IDs across replans, and a changed object (new ETag) changes the
+	// ID of the split it falls in.
 	ID      string
 	Bucket  string
 	Members []Member
@@ -74,11 +75,11 @@ func (d SplitDescriptor) Size() int64 {
 	return n
 }
 
-// SplitID returns the deterministic ID of a split of bucket holding members: the hex SHA-256
+// splitID returns the deterministic ID of a split of bucket holding members: the hex SHA-256
 // (first 16 bytes) of PackingVersion, the bucket and every member's key, ETag and byte
 // range, in order. Lengths are digested before each string so that no two member lists share
 // an ID by concatenation.
-func SplitID(bucket string, members []Member) string {
+func splitID(bucket string, members []Member) string {
 	// One buffer hashed at once: writing each field to a hash.Hash would allocate for
 	// every field (the interface call makes the bytes escape).
 	n := len(PackingVersion) + len(bucket) + 2*binary.MaxVarintLen64

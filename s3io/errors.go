@@ -44,15 +44,11 @@ const (
 
 var reasons = []Reason{ReasonDeleted, ReasonOverwritten, ReasonCorrupt, ReasonRecordTooLarge, ReasonUnreadable, ReasonArchived}
 
-// ErrArchived is the cause of a Failure with reason "archived" that the listing foresaw.
-var ErrArchived = errors.New("s3io: the object is archived")
-
-// errListXML is what the fast parser returns for anything it does not decode; the caller
-// only needs to know to use the SDK's decoder instead, which reports the precise error.
-var errListXML = errors.New("s3io: ListObjectsV2 response not decodable by the fast parser")
+// errArchived is the cause of a Failure with reason "archived" that the listing foresaw.
+var errArchived = errors.New("s3io: the object is archived")
 
 // ObjectRef names one member of a split as read: the object, the ETag its reads were
-// pinned to, and where it sits in which split. Failure and ObjectError share it.
+// pinned to, and where it sits in which split. Failure and objectError share it.
 type ObjectRef struct {
 	SplitID string
 	Bucket  string
@@ -62,9 +58,9 @@ type ObjectRef struct {
 	Member int
 }
 
-// ObjectError is the failure of reading one member of a split: it names the object and
+// objectError is the failure of reading one member of a split: it names the object and
 // how far the read got.
-type ObjectError struct {
+type objectError struct {
 	ObjectRef
 	// Index is the index of the record being read when the failure happened (records
 	// before it were emitted).
@@ -73,13 +69,13 @@ type ObjectError struct {
 }
 
 // Error names the object, its pinned ETag and the record the read failed at.
-func (e *ObjectError) Error() string {
+func (e *objectError) Error() string {
 	return fmt.Sprintf("s3io: s3://%s/%s (ETag %s, member %d of split %s) at record %d: %v",
 		e.Bucket, e.Key, e.ETag, e.Member, e.SplitID, e.Index, e.Err)
 }
 
 // Unwrap returns the cause, for errors.Is and errors.As.
-func (e *ObjectError) Unwrap() error { return e.Err }
+func (e *objectError) Unwrap() error { return e.Err }
 
 // fatalHints says what to check for the S3 error codes a configuration mistake produces.
 // These fail the job at once: retrying or reading on cannot help.
@@ -169,7 +165,7 @@ func classify(err error) (fatal bool, reason Reason) {
 		return false, ReasonCorrupt
 	case errors.Is(err, decode.ErrRecordTooLarge):
 		return false, ReasonRecordTooLarge
-	case errors.Is(err, ErrArchived):
+	case errors.Is(err, errArchived):
 		return false, ReasonArchived
 	}
 	return false, ReasonUnreadable

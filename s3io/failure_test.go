@@ -42,7 +42,7 @@ func TestClassify(t *testing.T) {
 		{apiErr("PermanentRedirect", 301), true, ""},
 		{apiErr("InvalidObjectState", 403), false, ReasonArchived},
 		{apiErr("RequestTimeTooSkewed", 403), true, ""},
-		{fmt.Errorf("%w: GLACIER", ErrArchived), false, ReasonArchived},
+		{fmt.Errorf("%w: GLACIER", errArchived), false, ReasonArchived},
 		{apiErr("SlowDown", 503), false, ReasonUnreadable},
 		{apiErr("InternalError", 500), false, ReasonUnreadable},
 		{&fetch.ReadError{Attempts: 8, Err: io.ErrUnexpectedEOF}, false, ReasonUnreadable},
@@ -53,7 +53,7 @@ func TestClassify(t *testing.T) {
 		{fmt.Errorf("get identity: get credentials: %w", s3client.ErrCredentials), true, ""},
 		{context.Canceled, true, ""},
 	} {
-		wrapped := &ObjectError{ObjectRef: ObjectRef{Key: "k"}, Err: tc.err}
+		wrapped := &objectError{ObjectRef: ObjectRef{Key: "k"}, Err: tc.err}
 		fatal, reason := classify(wrapped)
 		if fatal != tc.fatal || reason != tc.reason {
 			t.Errorf("classify(%v) = %v, %q; want %v, %q", tc.err, fatal, reason, tc.fatal, tc.reason)

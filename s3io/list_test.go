@@ -23,7 +23,7 @@ func listFixture(t *testing.T, keys []string, latency time.Duration) (*fakelist.
 	srv := fakelist.New(fakelist.Options{Bucket: "lst", N: len(keys), Key: func(i int) string { return keys[i] }, Latency: latency, LogLimit: 100000})
 	t.Cleanup(srv.Close)
 	s3test.SetAWSEnv(t, "test", "test")
-	cfg := Config{Bucket: "lst", Endpoint: srv.URL, UsePathStyle: true, Region: "us-east-1"}.withDefaults()
+	cfg := Config{Bucket: "lst", Endpoint: srv.URL, UsePathStyle: true, Region: "us-east-1"}.WithDefaults()
 	return srv, cfg
 }
 

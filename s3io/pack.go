@@ -107,7 +107,7 @@ func (p *packer) flush() error {
 	// The descriptor gets an exact-size copy and p.cur keeps its capacity: appending to a
 	// fresh slice per descriptor would copy each member several times as it grew.
 	ms := slices.Clone(p.cur)
-	d := SplitDescriptor{ID: SplitID(p.bucket, ms), Bucket: p.bucket, Members: ms}
+	d := SplitDescriptor{ID: splitID(p.bucket, ms), Bucket: p.bucket, Members: ms}
 	clear(p.cur)
 	p.cur, p.curBytes = p.cur[:0], 0
 	return p.emit(d)

@@ -42,8 +42,8 @@ func TestPackBounds(t *testing.T) {
 				if !slices.Equal(d.Members, want) {
 					t.Errorf("descriptor %d = %+v, want %+v", i, d.Members, want)
 				}
-				if d.ID != SplitID("b", d.Members) || d.Bucket != "b" {
-					t.Errorf("descriptor %d: ID %s bucket %s, want %s and b", i, d.ID, d.Bucket, SplitID("b", d.Members))
+				if d.ID != splitID("b", d.Members) || d.Bucket != "b" {
+					t.Errorf("descriptor %d: ID %s bucket %s, want %s and b", i, d.ID, d.Bucket, splitID("b", d.Members))
 				}
 			}
 		})
@@ -212,11 +212,11 @@ func TestReplanChangesFewIDs(t *testing.T) {
 	edited[1500].etag, edited[1500].size = `"overwritten"`, 50<<10
 
 	var plans [2][]SplitDescriptor
-	for _, p := range []int{1, DefaultListParallelism} {
+	for _, p := range []int{1, defaultListParallelism} {
 		before, after := plan(objects, p), plan(edited, p)
 		for _, ds := range [][]SplitDescriptor{before, after} {
 			for _, d := range ds {
-				if len(d.Members) > 1 && (d.Size() > maxTargetMultiple<<20 || len(d.Members) > DefaultMaxSplitMembers) {
+				if len(d.Members) > 1 && (d.Size() > maxTargetMultiple<<20 || len(d.Members) > defaultMaxSplitMembers) {
 					t.Errorf("descriptor %s: %d members, %d bytes: over the bounds", d.ID, len(d.Members), d.Size())
 				}
 			}

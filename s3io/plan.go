@@ -47,7 +47,7 @@ func PlanDescriptors(ctx context.Context, cfg Config, emit func(SplitDescriptor)
 	if err := cfg.Validate(); err != nil {
 		return PlanStats{}, err
 	}
-	cfg = cfg.withDefaults()
+	cfg = cfg.WithDefaults()
 	p, err := newPlanner(ctx, cfg)
 	if err != nil {
 		return PlanStats{}, err

@@ -48,9 +48,9 @@ func TestSplitIDs(t *testing.T) {
 	}
 
 	// Length-prefixing keeps concatenations apart, and the bucket and version count.
-	a := SplitID("b", []Member{{Key: "ab", ETag: "c"}})
-	b := SplitID("b", []Member{{Key: "a", ETag: "bc"}})
-	c := SplitID("other", []Member{{Key: "ab", ETag: "c"}})
+	a := splitID("b", []Member{{Key: "ab", ETag: "c"}})
+	b := splitID("b", []Member{{Key: "a", ETag: "bc"}})
+	c := splitID("other", []Member{{Key: "ab", ETag: "c"}})
 	if a == b || a == c {
 		t.Errorf("distinct splits share an ID: %s %s %s", a, b, c)
 	}

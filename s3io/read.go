@@ -150,7 +150,7 @@ func prepare(cfg Config) Config {
 	if err := cfg.Validate(); err != nil {
 		panic(err)
 	}
-	return cfg.withDefaults()
+	return cfg.WithDefaults()
 }
 
 // readingConfig validates and defaults cfg for a transform whose input names the buckets
@@ -159,5 +159,5 @@ func readingConfig(cfg Config) Config {
 	if err := cfg.validateReading(); err != nil {
 		panic(err)
 	}
-	return cfg.withDefaults()
+	return cfg.WithDefaults()
 }

@@ -41,9 +41,9 @@ func newResumeFixture(t *testing.T, key string, n int, enc func([]byte) []byte, 
 	data := enc(plain.Bytes())
 	etag := f.srv.Put(t, "resume", key, data)
 	members := []Member{{Key: key, Size: int64(len(data)), ETag: etag}}
-	f.desc = SplitDescriptor{ID: SplitID("resume", members), Bucket: "resume", Members: members}
+	f.desc = SplitDescriptor{ID: splitID("resume", members), Bucket: "resume", Members: members}
 	cfg.Bucket, cfg.Endpoint, cfg.UsePathStyle = "resume", f.srv.URL, true
-	f.fn = &reader{Cfg: cfg.withDefaults()}
+	f.fn = &reader{Cfg: cfg.WithDefaults()}
 	if err := f.fn.Setup(context.Background()); err != nil {
 		t.Fatal(err)
 	}

@@ -121,7 +121,7 @@ func (fn *reader) process(ctx context.Context, rt *sdf.LockRTracker, d SplitDesc
 			return nil
 		}
 		if class := d.Members[m].Archived; class != "" {
-			err := fmt.Errorf("%w: the listing showed it in %s and not restored; restore it (aws s3api restore-object) and read it again, or set Config.SkipArchived to leave such objects out of the plan", ErrArchived, class)
+			err := fmt.Errorf("%w: the listing showed it in %s and not restored; restore it (aws s3api restore-object) and read it again, or set Config.SkipArchived to leave such objects out of the plan", errArchived, class)
 			if err := fn.quarantine(ctx, d, m, first, err, fail); err != nil {
 				return err
 			}
@@ -151,7 +151,7 @@ func (fn *reader) quarantine(ctx context.Context, d SplitDescriptor, m int, firs
 		return err
 	}
 	f := Failure{ObjectRef: d.ref(m), Index: first, Reason: reason, Message: err.Error(), Attempts: attemptsOf(err)}
-	var oe *ObjectError
+	var oe *objectError
 	if errors.As(err, &oe) {
 		f.Index, f.Message = max(oe.Index, first), oe.Err.Error()
 	}
@@ -172,7 +172,7 @@ func (fn *reader) readMember(ctx context.Context, rt *sdf.LockRTracker, d SplitD
 		metricRecords.Inc(ctx, emitted)
 		metricSkipped.Inc(ctx, skipped)
 		if err != nil {
-			err = &ObjectError{ObjectRef: d.ref(m), Index: max(idx, first), Err: withS3Hint(err)}
+			err = &objectError{ObjectRef: d.ref(m), Index: max(idx, first), Err: withS3Hint(err)}
 		}
 	}()
 	// One claim value for the whole object: a claim boxed per record would allocate.

@@ -217,18 +217,7 @@ type summary struct {
 }
 
 func newSummary(cfg s3io.Config, topN int) *summary {
-	if cfg.PartBytes == 0 {
-		cfg.PartBytes = s3io.DefaultPartBytes
-	}
-	if cfg.SplitTargetBytes == 0 {
-		cfg.SplitTargetBytes = s3io.DefaultSplitTargetBytes
-	}
-	if cfg.Compression == "" {
-		cfg.Compression = s3io.CompressionAuto
-	}
-	if cfg.Framer == "" {
-		cfg.Framer = s3io.DefaultFramer
-	}
+	cfg = cfg.WithDefaults()
 	// A fixed seed: the same plan gives the same report.
 	return &summary{cfg: cfg, rng: rand.New(rand.NewPCG(1, 2)), mix: map[string]*Mix{}, topN: topN}
 }
