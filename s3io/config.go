@@ -69,12 +69,14 @@ type Config struct {
 	// segment (never "/"), "**" any run including "/", "[...]" a class of characters as in
 	// path.Match (negated with "^" or "!"; never "/"), and "\" escapes the next character.
 	// The listing asks only for the glob's literal prefix (the part before its first
-	// wildcard); a key must also be under Prefix.
+	// wildcard); a key must also be under Prefix, and Validate fails a Match that no key
+	// under Prefix can match.
 	Match string
 	// StartAfter, when set, plans only the keys that sort strictly after it.
 	StartAfter string
 	// ModifiedAfter and ModifiedBefore, when not zero, keep only the objects whose
-	// LastModified t is in [ModifiedAfter, ModifiedBefore).
+	// LastModified t is in [ModifiedAfter, ModifiedBefore); when both are set, ModifiedAfter
+	// must be before ModifiedBefore.
 	ModifiedAfter, ModifiedBefore time.Time
 	// SkipArchived leaves out of the plan the objects the listing shows in an archive
 	// storage class (GLACIER, DEEP_ARCHIVE) and not restored; they are counted
@@ -83,7 +85,8 @@ type Config struct {
 	// everything else, naming them.
 	SkipArchived bool
 	// ListParallelism is how many LIST requests the planner keeps in flight (default 16;
-	// 1 lists sequentially). The plan, descriptors and IDs are the same whatever it is.
+	// 1 lists sequentially; at most 256). The plan, descriptors and IDs are the same whatever
+	// it is.
 	ListParallelism int
 	// Region is the bucket's AWS region. Empty takes the region from the worker's AWS
 	// configuration (AWS_REGION, profile), or "us-east-1" when Endpoint is set.
@@ -107,7 +110,7 @@ type Config struct {
 	// bound gets a descriptor of its own, and a large uncompressed object is cut into
 	// segments of at most SplitTargetBytes.
 	SplitTargetBytes int64
-	// MaxSplitMembers bounds the objects in one descriptor (default 1024), which bounds the
+	// MaxSplitMembers bounds the objects in one descriptor (default 1024, at most 2^20), which bounds the
 	// size of a descriptor and of its restriction whatever the object sizes. Descriptors of
 	// many tiny objects hold about half of it on average.
 	MaxSplitMembers int
@@ -118,37 +121,40 @@ type Config struct {
 	// restriction's read begins with one request's latency, which nothing can overlap when a
 	// runner reads restrictions one after another (prism): smaller restrictions cost more.
 	InitialSplitBytes int64
-	// MaxRecordBytes bounds one record (default 16 MiB). A longer record fails its object
+	// MaxRecordBytes bounds one record (default 16 MiB, at most 1 GiB). A longer record fails its object
 	// instead of growing memory without bound.
 	MaxRecordBytes int
 	// VerifyChecksums asks S3 for the object's stored checksum on every GET and validates
 	// the body against it. Off by default: reads are already pinned to the planned ETag and
-	// the validation costs more CPU than gzip decoding.
+	// the validation costs more CPU than gzip decoding. S3's checksums cover whole objects,
+	// so an object larger than PartBytes is then read with one streamed GET, not in parts.
 	VerifyChecksums bool
 
 	// MaxAttempts bounds the attempts at one request (5xx, 503 SlowDown, timeouts, dropped
-	// connections are retried with capped, jittered exponential backoff) and, separately,
-	// the ranged GETs that resume one object's broken or stalled bodies (default 8). An
+	// connections are retried with jittered exponential backoff capped at 5 s) and,
+	// separately, the ranged GETs that resume one object's broken or stalled bodies, which
+	// wait by the same policy (default 8, at most 100). An
 	// object still unreadable after that is quarantined as "unreadable".
 	MaxAttempts int
 	// ReadTimeout is how long a GET may wait for response headers, or a body for its next
 	// bytes, before the attempt is abandoned and retried (default 1 minute).
 	ReadTimeout time.Duration
-	// ExpectedBucketOwner, when set, is sent with every request: S3 refuses it with 403 if
+	// ExpectedBucketOwner, when set, is a 12-digit AWS account ID sent with every request: S3 refuses it with 403 if
 	// the bucket belongs to another account, so a typo or a hijacked name cannot feed the
 	// job someone else's data.
 	ExpectedBucketOwner string
 	// ReadBufferBytes bounds the bytes one reader holds ahead of what it emits (default
 	// 40 MiB): parts fetched and not yet decoded (each counted at its size rounded up to a
 	// power of two), plus up to 4 MiB of decoded records for each of the two objects being
-	// decoded at a time (so at least 8 MiB + 64 KiB). Each worker thread reading a split has
-	// its own.
+	// decoded at a time (so at least 8 MiB + 64 KiB). Each reader instance has its own, and
+	// keeps the part buffers it has freed for its next reads within it.
 	ReadBufferBytes int64
 	// PartBytes is the size of the ranged GETs that read an object (default 2 MiB): a large
 	// object is read as several parts in flight, a small one in one GET. Smaller parts hide
-	// a request's latency with less memory; each costs a request.
+	// a request's latency with less memory; each costs a request. At most ReadBufferBytes
+	// less the 8 MiB of decoding windows.
 	PartBytes int64
-	// MaxRequestsInFlight bounds one reader's concurrent GETs (default 32): parts of the
+	// MaxRequestsInFlight bounds one reader's concurrent GETs (default 32, at most 1024): parts of the
 	// current object and of the objects after it, started ahead of their records.
 	MaxRequestsInFlight int
 	// MaxRequestsPerSecond caps the requests (every attempt, LIST and GET) one worker
