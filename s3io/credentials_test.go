@@ -2,7 +2,6 @@ package s3io
 
 import (
 	"errors"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -38,24 +37,7 @@ var credentialSources = []struct {
 // loopback workers run in it) and returns the test's directory.
 func withoutAWSCredentials(t *testing.T) string {
 	t.Helper()
-	for _, k := range []string{
-		"AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_PROFILE", "AWS_DEFAULT_PROFILE",
-		"AWS_WEB_IDENTITY_TOKEN_FILE", "AWS_ROLE_ARN", "AWS_ROLE_SESSION_NAME",
-		"AWS_CONTAINER_CREDENTIALS_FULL_URI", "AWS_CONTAINER_CREDENTIALS_RELATIVE_URI", "AWS_CONTAINER_AUTHORIZATION_TOKEN",
-		"AWS_DEFAULT_REGION", "AWS_EC2_METADATA_SERVICE_ENDPOINT",
-	} {
-		t.Setenv(k, "") // restored after the test
-		os.Unsetenv(k)
-	}
-	dir := t.TempDir()
-	empty := filepath.Join(dir, "empty")
-	if err := os.WriteFile(empty, nil, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	t.Setenv("HOME", dir)
-	t.Setenv("AWS_CONFIG_FILE", empty)
-	t.Setenv("AWS_SHARED_CREDENTIALS_FILE", empty)
-	t.Setenv("AWS_EC2_METADATA_DISABLED", "true")
+	dir := s3test.IsolateAWSEnv(t)
 	t.Setenv("AWS_REGION", "us-east-1")
 	return dir
 }

@@ -7,33 +7,9 @@ import (
 	"reflect"
 	"sync/atomic"
 	"testing"
-)
 
-// frameAll runs f over data the way the decode layer's RecordReader does with the whole stream buffered and
-// atEOF set, returning the records as strings.
-func frameAll(t *testing.T, f RecordFramer, data []byte) ([]string, error) {
-	t.Helper()
-	var out []string
-	limit := len(data) + 2
-	for steps := 0; ; steps++ {
-		if steps > limit {
-			t.Fatalf("framer made no progress on %q", data)
-		}
-		adv, rec, err := f.Frame(data, true)
-		if err != nil {
-			return out, err
-		}
-		if adv < 0 || adv > len(data) {
-			t.Fatalf("framer advanced %d of %d bytes", adv, len(data))
-		}
-		if rec != nil {
-			out = append(out, string(rec))
-		} else if adv == 0 {
-			return out, nil
-		}
-		data = data[adv:]
-	}
-}
+	"github.com/spate-io/beam-s3/internal/s3test"
+)
 
 var nameSeq atomic.Int64
 
@@ -71,7 +47,7 @@ func TestRegisterFramer(t *testing.T) {
 	if !ok {
 		t.Fatalf("lookupFramer(%q) after RegisterFramer: not found", name)
 	}
-	got, err := frameAll(t, newF(), []byte("a,b,,c"))
+	got, err := s3test.FrameAll(t, newF(), []byte("a,b,,c"))
 	if err != nil || !reflect.DeepEqual(got, []string{"a", "b", "", "c"}) {
 		t.Errorf("custom framer = %q, %v", got, err)
 	}
@@ -94,7 +70,7 @@ func TestRegisterFramer(t *testing.T) {
 	}
 	if f, _ := lookupFramer("lines"); f == nil {
 		t.Fatal("lines framer lost")
-	} else if got, _ := frameAll(t, f(), []byte("a,b\nc")); !reflect.DeepEqual(got, []string{"a,b", "c"}) {
+	} else if got, _ := s3test.FrameAll(t, f(), []byte("a,b\nc")); !reflect.DeepEqual(got, []string{"a,b", "c"}) {
 		t.Errorf("lines framer replaced by a duplicate registration: %q", got)
 	}
 

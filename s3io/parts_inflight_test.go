@@ -3,9 +3,7 @@ package s3io
 import (
 	"context"
 	"fmt"
-	"runtime"
 	"slices"
-	"strings"
 	"testing"
 	"time"
 
@@ -13,36 +11,12 @@ import (
 	"github.com/spate-io/beam-s3/internal/s3test"
 )
 
-// ownGoroutines counts the goroutines running the library's listing, fetching and framing
-// code; the HTTP client's and the test server's connection goroutines are not ours to count.
-func ownGoroutines() (int, string) {
-	buf := make([]byte, 4<<20)
-	dump := string(buf[:runtime.Stack(buf, true)])
-	n := 0
-	for _, g := range strings.Split(dump, "\n\n") {
-		if strings.Contains(g, "s3io/internal/fetch.(*Fetcher)") || strings.Contains(g, "s3io/internal/decode.(*Framing)") ||
-			strings.Contains(g, "s3io/internal/fetch.(*PinnedReader)") || strings.Contains(g, "s3io.(*listing)") ||
-			strings.Contains(g, "s3io/internal/listing.") {
-			n++
-		}
-	}
-	return n, dump
-}
-
-// settleGoroutines fails the test if goroutines of the library outlive their read.
+// settleGoroutines fails the test if goroutines of the library's listing, fetching or
+// framing outlive their read.
 func settleGoroutines(t *testing.T) {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		n, dump := ownGoroutines()
-		if n == 0 {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%d fetching goroutines remain after the read ended:\n%s", n, dump)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	s3test.SettleGoroutines(t, "s3io/internal/fetch.(*Fetcher)", "s3io/internal/decode.(*Framing)",
+		"s3io/internal/fetch.(*PinnedReader)", "s3io/internal/listing.")
 }
 
 // A checkpoint taken while later parts of the object are in flight hands the residual an

@@ -9,33 +9,9 @@ import (
 	"reflect"
 	"strings"
 	"testing"
-)
 
-// frameAll runs f over data the way RecordReader does with the whole stream buffered and
-// atEOF set, returning the records as strings.
-func frameAll(t *testing.T, f Framer, data []byte) ([]string, error) {
-	t.Helper()
-	var out []string
-	limit := len(data) + 2
-	for steps := 0; ; steps++ {
-		if steps > limit {
-			t.Fatalf("framer made no progress on %q", data)
-		}
-		adv, rec, err := f.Frame(data, true)
-		if err != nil {
-			return out, err
-		}
-		if adv < 0 || adv > len(data) {
-			t.Fatalf("framer advanced %d of %d bytes", adv, len(data))
-		}
-		if rec != nil {
-			out = append(out, string(rec))
-		} else if adv == 0 {
-			return out, nil
-		}
-		data = data[adv:]
-	}
-}
+	"github.com/spate-io/beam-s3/internal/s3test"
+)
 
 func u32(recs ...string) []byte {
 	var b []byte
@@ -72,7 +48,7 @@ func TestFrameLines(t *testing.T) {
 		{"\x00\xff\n", []string{"\x00\xff"}},
 	}
 	for _, c := range cases {
-		got, err := frameAll(t, FramerFunc(FrameLines), []byte(c.in))
+		got, err := s3test.FrameAll(t, FramerFunc(FrameLines), []byte(c.in))
 		if err != nil {
 			t.Errorf("lines %q: %v", c.in, err)
 		}
@@ -123,7 +99,7 @@ func TestFrameNDJSON(t *testing.T) {
 		{"\v\n", []string{"\v"}}, // only space, tab and CR are blank
 	}
 	for _, c := range cases {
-		got, err := frameAll(t, FramerFunc(FrameNDJSON), []byte(c.in))
+		got, err := s3test.FrameAll(t, FramerFunc(FrameNDJSON), []byte(c.in))
 		if err != nil {
 			t.Errorf("ndjson %q: %v", c.in, err)
 		}
@@ -159,7 +135,7 @@ func TestFrameU32BE(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			got, err := frameAll(t, FramerFunc(FrameU32BE), c.in)
+			got, err := s3test.FrameAll(t, FramerFunc(FrameU32BE), c.in)
 			if !reflect.DeepEqual(got, c.want) {
 				t.Errorf("records = %q, want %q", got, c.want)
 			}

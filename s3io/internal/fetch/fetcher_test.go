@@ -7,8 +7,6 @@ import (
 	"io"
 	"math/rand/v2"
 	"net/http"
-	"runtime"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -115,34 +113,11 @@ func held(p *Pool) int64 {
 	return p.held
 }
 
-// ownGoroutines counts the goroutines running this package's code; the HTTP client's and
-// the test server's connection goroutines are not ours to count.
-func ownGoroutines() (int, string) {
-	buf := make([]byte, 4<<20)
-	dump := string(buf[:runtime.Stack(buf, true)])
-	n := 0
-	for _, g := range strings.Split(dump, "\n\n") {
-		if strings.Contains(g, "internal/fetch.(*Fetcher)") || strings.Contains(g, "internal/fetch.(*PinnedReader)") {
-			n++
-		}
-	}
-	return n, dump
-}
-
-// settleGoroutines fails the test if goroutines of this package outlive their read.
+// settleGoroutines fails the test if goroutines of this package outlive their read; the
+// HTTP client's and the test server's are not counted.
 func settleGoroutines(t *testing.T) {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		n, dump := ownGoroutines()
-		if n == 0 {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%d fetching goroutines remain after the read ended:\n%s", n, dump)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	s3test.SettleGoroutines(t, "internal/fetch.(*Fetcher)", "internal/fetch.(*PinnedReader)")
 }
 
 // Every byte of every object arrives in order, however the parts interleave, while the

@@ -10,6 +10,8 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/spate-io/beam-s3/internal/s3test"
+
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 )
@@ -45,7 +47,7 @@ func TestCredentialFailuresMarked(t *testing.T) {
 		}, false, "no-such-token"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			dir := isolateAWSEnv(t)
+			dir := s3test.IsolateAWSEnv(t)
 			t.Setenv("AWS_REGION", "us-east-1")
 			tc.env(t, dir)
 			url, requests := countingServer(t)
@@ -85,7 +87,7 @@ func TestCredentialFailuresMarked(t *testing.T) {
 
 // With credentials, nothing is marked and the request goes out.
 func TestCredentialsFoundNotMarked(t *testing.T) {
-	staticAWSEnv(t)
+	s3test.SetAWSEnv(t, "AKIDTEST", "secret")
 	url, requests := countingServer(t)
 	c, err := New(t.Context(), Options{Endpoint: url, UsePathStyle: true, MaxAttempts: 1})
 	if err != nil {
@@ -101,7 +103,7 @@ func TestCredentialsFoundNotMarked(t *testing.T) {
 
 // A configuration error that is not about credentials is not marked.
 func TestConfigErrorNotMarked(t *testing.T) {
-	isolateAWSEnv(t)
+	s3test.IsolateAWSEnv(t)
 	t.Setenv("AWS_RETRY_MODE", "no-such-mode")
 	_, err := New(t.Context(), Options{Endpoint: "http://127.0.0.1:1"})
 	if err == nil {

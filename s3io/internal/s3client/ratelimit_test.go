@@ -6,6 +6,8 @@ import (
 	"slices"
 	"sync"
 	"testing"
+
+	"github.com/spate-io/beam-s3/internal/s3test"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -15,7 +17,7 @@ import (
 
 // The limiter sits right after the retry middleware, so every attempt waits its turn.
 func TestRateLimitAfterRetry(t *testing.T) {
-	staticAWSEnv(t)
+	s3test.SetAWSEnv(t, "AKIDTEST", "secret")
 	url, _ := countingServer(t)
 	c, err := New(t.Context(), Options{Endpoint: url, UsePathStyle: true, MaxAttempts: 1, MaxRequestsPerSecond: 1000, Bucket: "after-retry"})
 	if err != nil {
@@ -40,7 +42,7 @@ func TestRateLimitAfterRetry(t *testing.T) {
 // n concurrent requests at rate r arrive spread over at least n-1 intervals of 1/r, and the
 // clients of one bucket share the limit.
 func TestRateLimitSpacesRequests(t *testing.T) {
-	staticAWSEnv(t)
+	s3test.SetAWSEnv(t, "AKIDTEST", "secret")
 	const n, rps = 20, 50.0
 	var mu sync.Mutex
 	var at []time.Time

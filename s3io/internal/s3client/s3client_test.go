@@ -7,6 +7,8 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/spate-io/beam-s3/internal/s3test"
+
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 )
@@ -30,7 +32,7 @@ func (h *headerServer) start(t *testing.T) string {
 // ExpectedBucketOwner and RequesterPays reach every operation the library sends, without
 // being set on any input.
 func TestAccountHeaders(t *testing.T) {
-	staticAWSEnv(t)
+	s3test.SetAWSEnv(t, "AKIDTEST", "secret")
 	for _, tc := range []struct {
 		name, owner, payer string
 	}{
@@ -72,7 +74,7 @@ func TestAccountHeaders(t *testing.T) {
 
 func TestRegion(t *testing.T) {
 	t.Run("from Options", func(t *testing.T) {
-		isolateAWSEnv(t)
+		s3test.IsolateAWSEnv(t)
 		c, err := New(t.Context(), Options{Region: "eu-west-1"})
 		if err != nil {
 			t.Fatal(err)
@@ -82,7 +84,7 @@ func TestRegion(t *testing.T) {
 		}
 	})
 	t.Run("from the environment", func(t *testing.T) {
-		isolateAWSEnv(t)
+		s3test.IsolateAWSEnv(t)
 		t.Setenv("AWS_REGION", "ap-south-1")
 		c, err := New(t.Context(), Options{})
 		if err != nil {
@@ -93,7 +95,7 @@ func TestRegion(t *testing.T) {
 		}
 	})
 	t.Run("endpoint defaults us-east-1", func(t *testing.T) {
-		isolateAWSEnv(t)
+		s3test.IsolateAWSEnv(t)
 		c, err := New(t.Context(), Options{Endpoint: "http://127.0.0.1:9000"})
 		if err != nil {
 			t.Fatal(err)
@@ -103,7 +105,7 @@ func TestRegion(t *testing.T) {
 		}
 	})
 	t.Run("none", func(t *testing.T) {
-		isolateAWSEnv(t)
+		s3test.IsolateAWSEnv(t)
 		if _, err := New(t.Context(), Options{}); !errors.Is(err, ErrNoRegion) {
 			t.Errorf("New without region or endpoint = %v; want ErrNoRegion", err)
 		}
@@ -113,7 +115,7 @@ func TestRegion(t *testing.T) {
 // The clients of one worker share one retryer per endpoint, region and attempts, so that
 // the adaptive rate learns from all of them; checksums are validated only when required.
 func TestClientsShareRetryer(t *testing.T) {
-	staticAWSEnv(t)
+	s3test.SetAWSEnv(t, "AKIDTEST", "secret")
 	o := Options{Endpoint: "http://127.0.0.1:9000", MaxAttempts: 4}
 	a, err := New(t.Context(), o)
 	if err != nil {
