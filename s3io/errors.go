@@ -29,8 +29,9 @@ const (
 	// ReasonOverwritten: the object was overwritten after planning; its pinned GET got
 	// 412 PreconditionFailed or, from a server that ignores If-Match, an answer of another
 	// version: an ETag other than the planned one, or an object size (Content-Range,
-	// Content-Length) other than the listed one. The answer is refused before any of its
-	// bytes is used, so none of the new content was read.
+	// Content-Length) other than the listed one, or a 416 to a range within the listed
+	// size. The answer is refused before any of its bytes is used, so none of the new
+	// content was read.
 	ReasonOverwritten Reason = "overwritten"
 	// ReasonCorrupt: the gzip/zstd stream or the framing is broken.
 	ReasonCorrupt Reason = "corrupt"

@@ -49,6 +49,7 @@ func TestClassify(t *testing.T) {
 		{fmt.Errorf("GET s3://b/k: %w: ETag \"new\", planned \"old\"", fetch.ErrOtherVersion), false, ReasonOverwritten},
 		{fmt.Errorf("GET s3://b/k bytes=0-9: %w: Content-Range \"bytes 0-9/11\" names an object of 11 bytes, planned 10", fetch.ErrOtherVersion), false, ReasonOverwritten},
 		{fmt.Errorf("GET s3://b/k bytes=5-9: %w: 206 with Content-Range \"bytes 0-4/10\"", fetch.ErrBadAnswer), false, ReasonUnreadable},
+		{fmt.Errorf("pinned GET s3://b/k at byte 5: %w: 416 to a range within the planned 10 bytes: %w", fetch.ErrOtherVersion, apiErr("InvalidRange", 416)), false, ReasonOverwritten},
 		{fmt.Errorf("%w: gzip: %v", decode.ErrCorrupt, errors.New("invalid header")), false, ReasonCorrupt},
 		{fmt.Errorf("%w: x", decode.ErrTruncatedRecord), false, ReasonCorrupt},
 		{fmt.Errorf("%w at byte 3: %w", decode.ErrFramer, errors.New("custom framer says no")), false, ReasonCorrupt},

@@ -44,6 +44,8 @@ type answer struct {
 //     checked (ErrBadAnswer).
 //   - A 206 must carry Content-Range "bytes pos-(limit-1)/size" with the planned size: another
 //     size is another version (ErrOtherVersion); another range is ErrBadAnswer.
+//   - A 416 (Range Not Satisfiable, seen by request as the SDK's error) is another version
+//     too: every range asked for lies within the planned size, so the object is shorter now.
 //   - A 200 must carry Content-Length equal to the planned size (else ErrOtherVersion). To a
 //     ranged request it is the whole object: it is used, not refused, by discarding the
 //     bytes before pos and stopping at limit. Refusing it would fail every read behind such
@@ -96,6 +98,12 @@ func checkAnswer(bucket string, o Object, pos, limit int64, ranged bool, out *s3
 		return answer{}, nil
 	}
 	return answer{}, fmt.Errorf("%s: %w: status %d", where, ErrBadAnswer, status)
+}
+
+// refusedRange reports whether err is a GET's 416 Range Not Satisfiable answer.
+func refusedRange(err error) bool {
+	var re *smithyhttp.ResponseError
+	return errors.As(err, &re) && re.HTTPStatusCode() == http.StatusRequestedRangeNotSatisfiable
 }
 
 // statusOf returns the HTTP status of the response out came from. The SDK keeps the raw

@@ -241,4 +241,11 @@ func TestIfMatchIgnored(t *testing.T) {
 	if !errors.Is(err, ErrOtherVersion) || len(got) > 0 || !strings.Contains(err.Error(), o.ETag) {
 		t.Errorf("parts: %d bytes, %v; want ErrOtherVersion naming the planned ETag", len(got), err)
 	}
+	// Overwritten shorter: a range past the new end is answered 416, not with an ETag.
+	fx.srv.Put(t, "fetch", o.Key, []byte("short"))
+	r = fx.gets.Open(ctx, o, part, 2*part)
+	if got, err := io.ReadAll(r); !errors.Is(err, ErrOtherVersion) || len(got) > 0 || !strings.Contains(err.Error(), "416") {
+		t.Errorf("read past the new end: %d bytes, %v; want ErrOtherVersion from a 416", len(got), err)
+	}
+	r.Close()
 }

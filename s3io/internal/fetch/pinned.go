@@ -118,6 +118,11 @@ func (r *PinnedReader) request(limit int64) error {
 	out, err := r.g.client.GetObject(ctx, in)
 	if err != nil {
 		cancel()
+		if refusedRange(err) {
+			// Every range asked for lies within the planned size: the object is shorter now.
+			return fmt.Errorf("pinned GET s3://%s/%s at byte %d: %w: 416 to a range within the planned %d bytes (the server ignored If-Match): %w",
+				r.g.bucket, r.obj.Key, r.pos, ErrOtherVersion, r.obj.Size, err)
+		}
 		return fmt.Errorf("pinned GET s3://%s/%s at byte %d: %w", r.g.bucket, r.obj.Key, r.pos, err)
 	}
 	ans, err := checkAnswer(r.g.bucket, r.obj, r.pos, limit, in.Range != nil, out)
