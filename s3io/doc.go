@@ -32,7 +32,14 @@
 // # Guarantees
 //
 // Every GET carries If-Match with the ETag the planner listed, so an object overwritten or
-// deleted after planning fails its read and its new bytes never reach the output. A record
+// deleted after planning fails its read and its new bytes never reach the output. Every
+// answer is checked against its request before a byte of it is used, for servers and
+// proxies that ignore If-Match or Range: an ETag other than the planned one, an object size
+// (Content-Range, Content-Length) other than the listed one, or a 416 to a range within it,
+// is an overwrite; a 206 for another range or any status but 200 and 206 fails the object
+// as unreadable; a 200 with the whole object to a ranged GET is read from the requested
+// byte to the requested end (exact, at the cost of the bytes before the range; counted as
+// range_ignored). A record
 // is bytes of the object as stored, never a made-up one: a broken compressed stream, an
 // object that ends inside a record, or a record over Config.MaxRecordBytes fails its object
 // instead. An object that cannot be read is quarantined: the records it emitted stay, the

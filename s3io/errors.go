@@ -27,13 +27,19 @@ const (
 	// ReasonDeleted: the object was deleted after planning (404 NoSuchKey).
 	ReasonDeleted Reason = "deleted"
 	// ReasonOverwritten: the object was overwritten after planning; its pinned GET got
-	// 412 PreconditionFailed, so none of the new content was read.
+	// 412 PreconditionFailed or, from a server that ignores If-Match, an answer of another
+	// version: an ETag other than the planned one, or an object size (Content-Range,
+	// Content-Length) other than the listed one, or a 416 to a range within the listed
+	// size. The answer is refused before any of its bytes is used, so none of the new
+	// content was read.
 	ReasonOverwritten Reason = "overwritten"
 	// ReasonCorrupt: the gzip/zstd stream or the framing is broken.
 	ReasonCorrupt Reason = "corrupt"
 	// ReasonRecordTooLarge: a record exceeds Config.MaxRecordBytes.
 	ReasonRecordTooLarge Reason = "record_too_large"
-	// ReasonUnreadable: the object could not be read within Config.MaxAttempts.
+	// ReasonUnreadable: the object could not be read within Config.MaxAttempts, or the
+	// server answered something other than what was asked: a 206 for another range, a
+	// status other than 200 or 206, no length (the error names the answer).
 	ReasonUnreadable Reason = "unreadable"
 	// ReasonArchived: the object is in an archive storage class and not restored: the
 	// listing said so (GLACIER, DEEP_ARCHIVE), or its GET was answered 403
@@ -163,6 +169,10 @@ func classify(err error) (fatal bool, reason Reason) {
 		return true, ""
 	case errors.Is(err, decode.ErrCorrupt), errors.Is(err, decode.ErrTruncatedRecord), errors.Is(err, decode.ErrFramer):
 		return false, ReasonCorrupt
+	case errors.Is(err, fetch.ErrOtherVersion):
+		return false, ReasonOverwritten
+	case errors.Is(err, fetch.ErrBadAnswer):
+		return false, ReasonUnreadable
 	case errors.Is(err, decode.ErrRecordTooLarge):
 		return false, ReasonRecordTooLarge
 	case errors.Is(err, errArchived):

@@ -19,6 +19,8 @@ import "github.com/apache/beam/sdks/v2/go/pkg/beam"
 //	resumed_reads                    reads that began at a resume point inside a member
 //	skipped_records                  records read again and dropped to reach a restriction's start
 //	body_resumes                     broken response bodies resumed with a ranged GET
+//	range_ignored                    ranged GETs the server answered with the whole object (200):
+//	                                 read exactly, the bytes before the range received and dropped
 //	cancelled_gets                   GETs cut short because a split, a failure or the end of a read made them unneeded
 //	dropped_bytes                    bytes fetched ahead and dropped unread for the same reasons
 //	objects_failed                   objects quarantined (each a Failure)
@@ -49,6 +51,7 @@ var (
 	metricResumed         = beam.NewCounter(MetricsNamespace, "resumed_reads")
 	metricSkipped         = beam.NewCounter(MetricsNamespace, "skipped_records")
 	metricBodyResumes     = beam.NewCounter(MetricsNamespace, "body_resumes")
+	metricRangeIgnored    = beam.NewCounter(MetricsNamespace, "range_ignored")
 	metricRawBytes        = beam.NewCounter(MetricsNamespace, "raw_bytes")
 	metricBytes           = beam.NewCounter(MetricsNamespace, "decompressed_bytes")
 	metricRecords         = beam.NewCounter(MetricsNamespace, "records")

@@ -3,6 +3,8 @@ package s3io
 import (
 	"context"
 
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/log"
+
 	"github.com/spate-io/beam-s3/s3io/internal/decode"
 	"github.com/spate-io/beam-s3/s3io/internal/fetch"
 )
@@ -90,6 +92,11 @@ func (rd *restrictionRead) close(ctx context.Context) {
 	metricRawBytes.Inc(ctx, st.Received)
 	metricCancelledGets.Inc(ctx, st.Cancelled)
 	metricDroppedBytes.Inc(ctx, st.Dropped)
+	metricRangeIgnored.Inc(ctx, st.RangeIgnored)
+	if st.RangeIgnored > 0 && rd.fn.warnedRange.CompareAndSwap(false, true) {
+		log.Warnf(ctx, "s3io: s3://%s: %d ranged GETs were answered with the whole object (200, not 206): the server or a proxy in front of it ignores Range. Reads stay exact (the bytes before each range are discarded), but each costs the object's bytes up to its range; counter %s/range_ignored counts them. Warned once per reader.",
+			rd.d.Bucket, st.RangeIgnored, MetricsNamespace)
+	}
 }
 
 // memberRead is one member being read. Its decoding and framing run on a goroutine of their

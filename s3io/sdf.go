@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"sync"
+	"sync/atomic"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/sdf"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/log"
@@ -30,6 +31,8 @@ type reader struct {
 	// each with its own, and a zstd decoder's buffers are worth reusing.
 	decsMu sync.Mutex
 	decs   []*decode.Decompressors
+	// warnedRange is set once this instance has warned that its server ignores Range.
+	warnedRange atomic.Bool
 }
 
 func (fn *reader) Setup(ctx context.Context) error {

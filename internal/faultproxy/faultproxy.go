@@ -1,7 +1,8 @@
 // Package faultproxy is a fault-injecting reverse proxy for tests, placed between an S3
 // reader and a real S3 server: it answers chosen object GETs with errors, delays them, breaks
 // or stalls their bodies, runs hooks before them, logs each with its Range, body bytes and the
-// faults that took effect, and tracks how many were in flight at once. It also logs
+// faults that took effect, and tracks how many were in flight at once. It can act as a
+// server that ignores If-Match or Range (Proxy.IgnoreIfMatch, IgnoreRange). It also logs
 // ListObjectsV2 requests and can rewrite their answers where the server cannot give what S3
 // gives (listing.go). It keeps the Host header, which SigV4 signs. Chaos builds a seeded random decider whose faults are all
 // transient: bounded per key and per Range, so that a reader with enough attempts recovers.
@@ -18,6 +19,9 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	v4 "github.com/aws/aws-sdk-go-v2/aws/signer/v4"
 )
 
 // Fault is what a test server does to one object GET: the one vocabulary of faults of this
@@ -117,6 +121,13 @@ type Proxy struct {
 	// BeforeList runs before the n-th ListObjectsV2 request (1-based) is forwarded, and may
 	// block it: a test holds a watch's refreshes until it has changed the bucket.
 	BeforeList func(n int)
+	// IgnoreIfMatch and IgnoreRange make the proxy act as a server (or an intermediary) that
+	// ignores those headers: it drops them from object GETs before forwarding, so that the
+	// current version, or the whole object with 200, is served. SigV4 signs both headers,
+	// so such a GET is signed again with Credentials (the server's, known to the test) in
+	// the region and for the headers the client signed.
+	IgnoreIfMatch, IgnoreRange bool
+	Credentials                aws.Credentials
 
 	mu       sync.Mutex
 	n        map[string]int
@@ -164,6 +175,7 @@ func (p *Proxy) serve(w http.ResponseWriter, r *http.Request) {
 	isObjectGet := r.Method == http.MethodGet && len(parts) == 2 && parts[1] != ""
 	var fault Fault
 	var entry *Get
+	var drop []string // headers the GET is forwarded without
 	if isObjectGet {
 		key, _ := url.PathUnescape(parts[1])
 		p.mu.Lock()
@@ -174,6 +186,12 @@ func (p *Proxy) serve(w http.ResponseWriter, r *http.Request) {
 		p.inFlight++
 		p.maxIn = max(p.maxIn, p.inFlight)
 		decide, decideGet, before := p.Decide, p.DecideGet, p.Before
+		if p.IgnoreIfMatch {
+			drop = append(drop, "If-Match")
+		}
+		if p.IgnoreRange {
+			drop = append(drop, "Range")
+		}
 		p.mu.Unlock()
 		defer func() {
 			p.mu.Lock()
@@ -210,7 +228,7 @@ func (p *Proxy) serve(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	resp, err := p.forward(r)
+	resp, err := p.forward(r, drop...)
 	if err != nil {
 		http.Error(w, err.Error(), http.StatusBadGateway)
 		return
@@ -333,11 +351,73 @@ func (p *Proxy) Gets(key string) []Get {
 	return out
 }
 
-// forward sends r on to the upstream server, as it came (Host header included).
-func (p *Proxy) forward(r *http.Request) (*http.Response, error) {
+// forward sends r on to the upstream server, as it came (Host header included), or without
+// the headers drop names, signed again.
+func (p *Proxy) forward(r *http.Request, drop ...string) (*http.Response, error) {
 	out := r.Clone(r.Context())
 	out.RequestURI = ""
 	out.URL.Scheme, out.URL.Host = p.upstream.Scheme, p.upstream.Host
 	out.Host = r.Host
+	dropped := false
+	for _, h := range drop {
+		if out.Header.Get(h) != "" {
+			out.Header.Del(h)
+			dropped = true
+		}
+	}
+	if dropped {
+		if err := p.resign(out); err != nil {
+			return nil, err
+		}
+	}
 	return http.DefaultTransport.RoundTrip(out)
+}
+
+// resign signs r again with p.Credentials, for the headers its SigV4 Authorization signed
+// that it still has, in the region and with the payload hash the client used.
+func (p *Proxy) resign(r *http.Request) error {
+	auth := r.Header.Get("Authorization")
+	scope, signed, ok := parseAuthorization(auth)
+	if !ok {
+		return fmt.Errorf("faultproxy: cannot sign again a request signed as %q", auth)
+	}
+	region := strings.Split(scope, "/")[2]
+	tmp := r.Clone(r.Context())
+	tmp.Header = http.Header{}
+	for _, h := range signed {
+		k := http.CanonicalHeaderKey(h)
+		if v, ok := r.Header[k]; ok && k != "Host" {
+			tmp.Header[k] = v
+		}
+	}
+	err := v4.NewSigner().SignHTTP(r.Context(), p.Credentials, tmp, r.Header.Get("X-Amz-Content-Sha256"), "s3", region, time.Now(),
+		func(o *v4.SignerOptions) { o.DisableURIPathEscaping = true }) // as the SDK signs for S3
+	if err != nil {
+		return fmt.Errorf("faultproxy: sign again: %w", err)
+	}
+	r.Header.Set("Authorization", tmp.Header.Get("Authorization"))
+	r.Header.Set("X-Amz-Date", tmp.Header.Get("X-Amz-Date"))
+	return nil
+}
+
+// parseAuthorization returns the credential scope (access key/date/region/service/
+// aws4_request) and the signed headers of a SigV4 Authorization header.
+func parseAuthorization(auth string) (scope string, signed []string, ok bool) {
+	rest, found := strings.CutPrefix(auth, "AWS4-HMAC-SHA256 ")
+	if !found {
+		return "", nil, false
+	}
+	for _, field := range strings.Split(rest, ",") {
+		k, v, _ := strings.Cut(strings.TrimSpace(field), "=")
+		switch k {
+		case "Credential":
+			scope = v
+		case "SignedHeaders":
+			signed = strings.Split(v, ";")
+		}
+	}
+	if len(strings.Split(scope, "/")) != 5 || len(signed) == 0 {
+		return "", nil, false
+	}
+	return scope, signed, true
 }

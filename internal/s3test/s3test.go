@@ -1,7 +1,8 @@
 // Package s3test is the shared support of this module's tests: an in-process S3-compatible
 // server (gofakes3 behind a handler that enforces If-Match on object GETs, which gofakes3
-// ignores, logs every object GET with its Range and the body bytes it served, and injects
-// the faults of faultproxy.Fault), and helpers for data, pipelines and the environment. It
+// ignores, logs every object GET with its Range and the body bytes it served, injects the
+// faults of faultproxy.Fault, and on request ignores If-Match or Range as some servers and
+// proxies do), and helpers for data, pipelines and the environment. It
 // is imported by tests only, never by the library, and so must never import s3io: the
 // library's in-package tests import it.
 package s3test
@@ -54,6 +55,9 @@ type Server struct {
 	reqs    []*Request
 	unpin   []string
 	faults  map[string]*fault
+	// ignoreIfMatch and ignoreRange make object GETs be served as a server that ignores
+	// those headers serves them.
+	ignoreIfMatch, ignoreRange bool
 }
 
 // New starts a server for the test and points the AWS default credential chain of this
@@ -73,7 +77,10 @@ func New(t testing.TB) *Server {
 			inner.ServeHTTP(w, r)
 			return
 		}
-		if !s.checkPin(w, r, bucket, key) {
+		s.mu.Lock()
+		ignoreIfMatch, ignoreRange := s.ignoreIfMatch, s.ignoreRange
+		s.mu.Unlock()
+		if !s.checkPin(w, r, bucket, key, !ignoreIfMatch) {
 			return
 		}
 		// Logged before the body is written and counted before each write: a client may
@@ -93,6 +100,10 @@ func New(t testing.TB) *Server {
 		if f != nil && f.Status != 0 {
 			writeError(w, f.Status, f.Code, "injected by s3test")
 			return
+		}
+		if ignoreRange && r.Header.Get("Range") != "" {
+			r = r.Clone(r.Context())
+			r.Header.Del("Range") // gofakes3 then answers 200 with the whole object
 		}
 		inner.ServeHTTP(&countingWriter{ResponseWriter: w, srv: s, req: req, fault: f}, r)
 	}))
@@ -117,13 +128,17 @@ func objectPath(r *http.Request) (bucket, key string, ok bool) {
 	return parts[0], parts[1], true
 }
 
-// checkPin answers 412 when If-Match names another ETag, and records GETs without it.
-func (s *Server) checkPin(w http.ResponseWriter, r *http.Request, bucket, key string) bool {
+// checkPin records GETs without If-Match and, when enforce is set, answers 412 when
+// If-Match names another ETag.
+func (s *Server) checkPin(w http.ResponseWriter, r *http.Request, bucket, key string, enforce bool) bool {
 	want := r.Header.Get("If-Match")
 	if want == "" {
 		s.mu.Lock()
 		s.unpin = append(s.unpin, key)
 		s.mu.Unlock()
+		return true
+	}
+	if !enforce {
 		return true
 	}
 	obj, err := s.backend.HeadObject(bucket, key)
@@ -215,6 +230,23 @@ func (s *Server) SetFault(key, rng string, times int, f faultproxy.Fault) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.faults[key] = &fault{Fault: f, rng: rng, times: times}
+}
+
+// IgnoreIfMatch makes the server serve object GETs whatever their If-Match header says: the
+// current version, as some S3-compatible servers and proxies do. GETs without If-Match are
+// still recorded (Unpinned).
+func (s *Server) IgnoreIfMatch(ignore bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.ignoreIfMatch = ignore
+}
+
+// IgnoreRange makes the server answer ranged object GETs with 200 and the whole object, as
+// HTTP allows a server to. Requests still logs the Range asked for.
+func (s *Server) IgnoreRange(ignore bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.ignoreRange = ignore
 }
 
 // Requests returns the object GETs of key answered so far (all keys when key is "").

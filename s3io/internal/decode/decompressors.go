@@ -7,8 +7,6 @@ import (
 
 	"github.com/klauspost/compress/gzip"
 	"github.com/klauspost/compress/zstd"
-
-	"github.com/spate-io/beam-s3/s3io/internal/fetch"
 )
 
 // ErrCorrupt marks an object whose compressed bytes cannot be decoded.
@@ -23,34 +21,55 @@ const zstdMaxWindow = 128 << 20
 // buffers are the expensive part. It decodes one object at a time; a reader keeps a pool
 // of them, one per object being decoded at once.
 type Decompressors struct {
-	gz *gzip.Reader
-	zs *zstd.Decoder
+	gz  *gzip.Reader
+	zs  *zstd.Decoder
+	src source // the current object's bytes
+}
+
+// source is the compressed stream of one object, as fetched: it keeps the first error the
+// fetch returned, so that the decompressor's account of the bytes that did not come (a
+// truncated block, an unexpected EOF, the error itself wrapped or not) is not taken for
+// corruption. A 412 or an answer of another version on a later part must surface as what it
+// is, not as "corrupt".
+type source struct {
+	r   io.Reader
+	err error
+}
+
+func (s *source) Read(p []byte) (int, error) {
+	n, err := s.r.Read(p)
+	if err != nil && err != io.EOF && s.err == nil {
+		s.err = err
+	}
+	return n, err
 }
 
 // Open returns the decompressed stream of an object and the compression it found. An object
 // with no bytes is an empty stream whatever its name says: empty .gz files are common where
 // a log rotated idle.
 func (d *Decompressors) Open(mode Compression, key string, src io.Reader) (io.Reader, Compression, error) {
-	comp, src, empty, err := sniff(mode, key, src)
+	d.src = source{r: src}
+	fetched := &d.src
+	comp, stream, empty, err := sniff(mode, key, fetched)
 	if err != nil || empty {
-		return src, comp, err
+		return stream, comp, err
 	}
 	switch comp {
 	case Gzip:
 		if d.gz == nil {
-			d.gz, err = gzip.NewReader(src)
+			d.gz, err = gzip.NewReader(stream)
 		} else {
-			err = d.gz.Reset(src)
+			err = d.gz.Reset(stream)
 		}
 		if err == io.EOF {
 			err = io.ErrUnexpectedEOF // a few bytes that start like gzip but hold no header
 		}
 		if err != nil {
-			return nil, comp, decodeError("gzip", err)
+			return nil, comp, decodeError("gzip", err, fetched)
 		}
 		// Multistream is the default: concatenated gzip members (rotated-and-appended logs,
 		// parallel gzip) are read to the end, not just the first member.
-		return gzipStream{d.gz}, comp, nil
+		return gzipStream{d.gz, fetched}, comp, nil
 	case Zstd:
 		if d.zs == nil {
 			d.zs, err = zstd.NewReader(nil, zstd.WithDecoderConcurrency(1), zstd.WithDecoderMaxWindow(zstdMaxWindow))
@@ -58,12 +77,12 @@ func (d *Decompressors) Open(mode Compression, key string, src io.Reader) (io.Re
 				return nil, comp, err
 			}
 		}
-		if err := d.zs.Reset(src); err != nil {
-			return nil, comp, decodeError("zstd", err)
+		if err := d.zs.Reset(stream); err != nil {
+			return nil, comp, decodeError("zstd", err, fetched)
 		}
-		return zstdStream{d.zs}, comp, nil
+		return zstdStream{d.zs, fetched}, comp, nil
 	}
-	return src, comp, nil
+	return stream, comp, nil
 }
 
 // Close frees the zstd decoder's buffers; d can be used again.
@@ -81,26 +100,35 @@ func corruptError(format string, err error) error {
 
 // gzipStream and zstdStream mark decoding errors as corruption. A truncated stream is
 // corrupt too: its decoder reports io.ErrUnexpectedEOF.
-type gzipStream struct{ r *gzip.Reader }
+type gzipStream struct {
+	r   *gzip.Reader
+	src *source
+}
 
 func (s gzipStream) Read(p []byte) (int, error) {
 	n, err := s.r.Read(p)
-	return n, decodeError("gzip", err)
+	return n, decodeError("gzip", err, s.src)
 }
 
-type zstdStream struct{ r *zstd.Decoder }
+type zstdStream struct {
+	r   *zstd.Decoder
+	src *source
+}
 
 func (s zstdStream) Read(p []byte) (int, error) {
 	n, err := s.r.Read(p)
-	return n, decodeError("zstd", err)
+	return n, decodeError("zstd", err, s.src)
 }
 
-// decodeError marks err as corruption unless it is the end of the stream or a failure to
-// read the source, which a retry may cure.
-func decodeError(format string, err error) error {
-	var src *fetch.ReadError
-	if err == nil || err == io.EOF || errors.As(err, &src) {
+// decodeError marks err as corruption unless it is the end of the stream or the source
+// failed: then the source's error is the cause, whatever the decoder made of it (a body that
+// broke, which a retry may cure, or a GET refused, which classifies by its own error).
+func decodeError(format string, err error, src *source) error {
+	switch {
+	case err == nil || err == io.EOF:
 		return err
+	case src.err != nil:
+		return src.err
 	}
 	return corruptError(format, err)
 }

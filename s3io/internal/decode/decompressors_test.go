@@ -337,6 +337,54 @@ func TestDecompressorsSourceErrorIsNotCorrupt(t *testing.T) {
 	}
 }
 
+// refusingSource serves data up to cut bytes, then fails as a GET of a later part fails
+// when it is refused (a 412, a 404, an answer of another version): with the request's
+// error, which is no fetch.ReadError.
+type refusingSource struct {
+	data  []byte
+	cut   int
+	pos   int
+	cause error
+}
+
+func (r *refusingSource) Read(p []byte) (int, error) {
+	if r.pos >= r.cut {
+		return 0, fmt.Errorf("pinned GET s3://b/k at byte %d: %w", r.pos, r.cause)
+	}
+	n := copy(p[:min(len(p), r.cut-r.pos)], r.data[r.pos:])
+	r.pos += n
+	return n, nil
+}
+
+// A refused GET of a later part of a compressed object surfaces as the refusal, never as
+// corruption: the decompressor's account of the bytes that did not come is not the
+// object's fault.
+func TestDecompressorsRefusedPartIsNotCorrupt(t *testing.T) {
+	text := sampleText(5, 600_000)
+	cause := errors.New("api error PreconditionFailed")
+	var shared Decompressors
+	defer shared.Close()
+	for _, f := range []struct {
+		name, key string
+		data      []byte
+	}{
+		{"gzip", "a.gz", s3test.Gzip(text[:300_000], text[300_000:])},
+		{"zstd", "a.zst", zstdFrames(t, text[:300_000], text[300_000:])},
+	} {
+		for _, cut := range []int{0, 1, 5, 64, len(f.data) / 4, len(f.data) / 2, len(f.data) - 1} {
+			src := &refusingSource{data: f.data, cut: cut, cause: cause}
+			out, openErr, readErr := openAll(&shared, Auto, f.key, onlyReader{src})
+			err := openErr
+			if err == nil {
+				err = readErr
+			}
+			if !errors.Is(err, cause) || errors.Is(err, ErrCorrupt) || !strings.HasPrefix(text, string(out)) {
+				t.Errorf("%s refused at byte %d of %d: %d bytes out, %v; want the refusal, not corruption", f.name, cut, len(f.data), len(out), err)
+			}
+		}
+	}
+}
+
 // TestDecompressorsReuse reads a sequence of objects, good and bad, with one Decompressors
 // value, as one DoFn instance does.
 func TestDecompressorsReuse(t *testing.T) {

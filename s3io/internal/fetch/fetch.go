@@ -1,6 +1,7 @@
 // Package fetch reads the bytes of planned S3 objects: pinned GETs (If-Match on the planned
-// ETag, broken bodies resumed from the next byte), and a Fetcher that keeps ranged parts of
-// a reader's objects in flight within the byte bound of one part Pool.
+// ETag, every answer checked against its request, broken bodies resumed from the next
+// byte), and a Fetcher that keeps ranged parts of a reader's objects in flight within the
+// byte bound of one part Pool.
 package fetch
 
 import "time"
@@ -35,4 +36,7 @@ type Stats struct {
 	Received  int64 // body bytes received
 	Cancelled int64 // parts whose requests a drop or a split cancelled
 	Dropped   int64 // bytes fetched and then dropped unread
+	// RangeIgnored counts ranged GETs the server answered with the whole object (200): read
+	// correctly, at the cost of the object's bytes before the range (counted in Received).
+	RangeIgnored int64
 }

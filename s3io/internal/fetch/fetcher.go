@@ -31,7 +31,7 @@ type Fetcher struct {
 	wg     sync.WaitGroup
 	issued int // parts issued (scheduler only)
 
-	gotten, resumes, received, cancelled, dropped atomic.Int64
+	gotten, resumes, received, cancelled, dropped, rangeIgnored atomic.Int64
 }
 
 // ObjectFetch is one object's byte range being fetched in parts: [from, planEnd) is fetched
@@ -196,12 +196,13 @@ func (f *Fetcher) account(r *PinnedReader) {
 	f.gotten.Add(int64(r.gets))
 	f.resumes.Add(int64(r.resumes))
 	f.received.Add(r.received)
+	f.rangeIgnored.Add(int64(r.rangeIgnored))
 }
 
 // Stats returns what the fetcher's requests transferred so far.
 func (f *Fetcher) Stats() Stats {
 	return Stats{Gets: f.gotten.Load(), Resumes: f.resumes.Load(), Received: f.received.Load(),
-		Cancelled: f.cancelled.Load(), Dropped: f.dropped.Load()}
+		Cancelled: f.cancelled.Load(), Dropped: f.dropped.Load(), RangeIgnored: f.rangeIgnored.Load()}
 }
 
 // releasePart returns p's buffer to the pool. A part is released once, by the goroutine

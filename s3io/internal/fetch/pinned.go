@@ -67,8 +67,9 @@ func (g *Gets) openWindowed(ctx context.Context, o Object, pos, end, window int6
 // PinnedReader streams the bytes [pos, end) of one object as it was when planned: every GET
 // carries If-Match: <planned ETag>, so an object overwritten since planning fails with 412
 // PreconditionFailed instead of splicing new bytes into the output, and a deleted one with
-// 404 NoSuchKey. The body is streamed, never buffered whole, and a body that breaks is
-// resumed where it broke.
+// 404 NoSuchKey. Every answer is also checked against its request before its body is used
+// (checkAnswer), for servers that ignore If-Match or Range. The body is streamed, never
+// buffered whole, and a body that breaks is resumed where it broke.
 type PinnedReader struct {
 	ctx context.Context
 	g   *Gets
@@ -86,9 +87,16 @@ type PinnedReader struct {
 	stall    *time.Timer        // fires when the body sends nothing for the read timeout
 	timedOut atomic.Bool
 	reqEnd   int64 // end of the current request's range
-	gets     int   // GET requests made
-	resumes  int   // requests made to resume a broken body
-	received int64 // body bytes received
+	// skip and whole follow the current request's answer (see checkAnswer): a whole object
+	// sent for a range is read from its first byte, and the skip bytes before r.pos are
+	// discarded; the read then stops at reqEnd itself.
+	skip  int64
+	whole bool
+
+	gets         int   // GET requests made
+	resumes      int   // requests made to resume a broken body
+	received     int64 // body bytes received
+	rangeIgnored int   // ranged GETs answered with the whole object
 }
 
 // request issues a pinned GET for [r.pos, limit).
@@ -110,9 +118,24 @@ func (r *PinnedReader) request(limit int64) error {
 	out, err := r.g.client.GetObject(ctx, in)
 	if err != nil {
 		cancel()
+		if refusedRange(err) {
+			// Every range asked for lies within the planned size: the object is shorter now.
+			return fmt.Errorf("pinned GET s3://%s/%s at byte %d: %w: 416 to a range within the planned %d bytes (the server ignored If-Match): %w",
+				r.g.bucket, r.obj.Key, r.pos, ErrOtherVersion, r.obj.Size, err)
+		}
 		return fmt.Errorf("pinned GET s3://%s/%s at byte %d: %w", r.g.bucket, r.obj.Key, r.pos, err)
 	}
+	ans, err := checkAnswer(r.g.bucket, r.obj, r.pos, limit, in.Range != nil, out)
+	if err != nil {
+		out.Body.Close()
+		cancel()
+		return err
+	}
+	if ans.whole {
+		r.rangeIgnored++
+	}
 	r.body, r.reqEnd, r.cancel = out.Body, limit, cancel
+	r.skip, r.whole = ans.skip, ans.whole
 	// A body that stops sending would block Read forever: the timer ends the request, and
 	// the read error it causes is resumed like a dropped connection.
 	r.timedOut.Store(false)
@@ -142,10 +165,27 @@ func (r *PinnedReader) Read(p []byte) (int, error) {
 			}
 		}
 		r.stall.Reset(r.g.set.ReadTimeout)
-		n, err := r.body.Read(p)
-		r.pos += int64(n)
-		r.received += int64(n)
+		buf, skipping := p, r.skip > 0
 		switch {
+		case skipping:
+			buf = p[:min(int64(len(p)), r.skip)] // p is scratch for bytes never returned
+		case r.whole:
+			buf = p[:min(int64(len(p)), r.reqEnd-r.pos)]
+		}
+		n, err := r.body.Read(buf)
+		r.received += int64(n)
+		if skipping {
+			r.skip -= int64(n)
+			n = 0
+		} else {
+			r.pos += int64(n)
+		}
+		if r.whole && err == nil && r.pos >= r.reqEnd {
+			err = io.EOF // the range asked for is read; the rest of the object is not wanted
+		}
+		switch {
+		case err == nil && skipping && len(p) > 0:
+			continue
 		case err == nil:
 			return n, nil
 		case err == io.EOF && r.pos >= r.reqEnd:
