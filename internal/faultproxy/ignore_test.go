@@ -2,17 +2,15 @@ package faultproxy_test
 
 import (
 	"context"
-	"io"
 	"strings"
 	"testing"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	awsmiddleware "github.com/aws/aws-sdk-go-v2/aws/middleware"
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
-	smithyhttp "github.com/aws/smithy-go/transport/http"
 
 	"github.com/spate-io/beam-s3/internal/faultproxy"
+	"github.com/spate-io/beam-s3/internal/s3test"
 	"github.com/spate-io/beam-s3/internal/versitygw"
 )
 
@@ -37,43 +35,23 @@ func TestIgnoreIfMatchAndRange(t *testing.T) {
 	old := etag()
 	g.Put(t, "bkt", "k", []byte("new version"))
 	cur := etag()
-	type answer struct {
-		body, etag, contentRange string
-		status                   int
-	}
-	get := func(ifMatch, rng string) (answer, error) {
-		in := &s3.GetObjectInput{Bucket: aws.String("bkt"), Key: aws.String("k"), IfMatch: aws.String(ifMatch)}
-		if rng != "" {
-			in.Range = aws.String(rng)
-		}
-		out, err := client.GetObject(context.Background(), in, func(o *s3.Options) { o.RetryMaxAttempts = 1 })
-		if err != nil {
-			return answer{}, err
-		}
-		defer out.Body.Close()
-		b, err := io.ReadAll(out.Body)
-		status := 0
-		if raw, ok := awsmiddleware.GetRawResponse(out.ResultMetadata).(*smithyhttp.Response); ok {
-			status = raw.StatusCode
-		}
-		return answer{string(b), aws.ToString(out.ETag), aws.ToString(out.ContentRange), status}, err
-	}
+	get := func(ifMatch, rng string) (s3test.Answer, error) { return s3test.Get(client, "bkt", "k", ifMatch, rng) }
 	if _, err := get(old, ""); err == nil || !strings.Contains(err.Error(), "PreconditionFailed") {
 		t.Fatalf("GET pinned to the old version: %v, want 412 PreconditionFailed", err)
 	}
-	if a, err := get(cur, "bytes=4-6"); err != nil || a != (answer{"ver", cur, "bytes 4-6/11", 206}) {
+	if a, err := get(cur, "bytes=4-6"); err != nil || a != (s3test.Answer{Body: "ver", ETag: cur, ContentRange: "bytes 4-6/11", Status: 206}) {
 		t.Fatalf("ranged GET: %+v, %v; want 206 bytes 4-6", a, err)
 	}
 	p.IgnoreIfMatch = true
-	if a, err := get(old, ""); err != nil || a != (answer{"new version", cur, "", 200}) {
+	if a, err := get(old, ""); err != nil || a != (s3test.Answer{Body: "new version", ETag: cur, ContentRange: "", Status: 200}) {
 		t.Fatalf("GET pinned to the old version, If-Match ignored: %+v, %v; want the current version", a, err)
 	}
 	p.IgnoreRange = true
-	if a, err := get(old, "bytes=4-6"); err != nil || a != (answer{"new version", cur, "", 200}) {
+	if a, err := get(old, "bytes=4-6"); err != nil || a != (s3test.Answer{Body: "new version", ETag: cur, ContentRange: "", Status: 200}) {
 		t.Fatalf("ranged GET, both ignored: %+v, %v; want 200 and the whole current version", a, err)
 	}
 	p.IgnoreIfMatch = false
-	if a, err := get(cur, "bytes=4-6"); err != nil || a != (answer{"new version", cur, "", 200}) {
+	if a, err := get(cur, "bytes=4-6"); err != nil || a != (s3test.Answer{Body: "new version", ETag: cur, ContentRange: "", Status: 200}) {
 		t.Fatalf("ranged GET, Range ignored: %+v, %v; want 200 and the whole object", a, err)
 	}
 	if gets := p.Gets("k"); gets[len(gets)-1].Range != "bytes=4-6" || gets[len(gets)-1].IfMatch != cur {

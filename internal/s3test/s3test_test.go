@@ -7,9 +7,7 @@ import (
 	"testing"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	awsmiddleware "github.com/aws/aws-sdk-go-v2/aws/middleware"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
-	smithyhttp "github.com/aws/smithy-go/transport/http"
 
 	"github.com/spate-io/beam-s3/internal/faultproxy"
 )
@@ -64,39 +62,19 @@ func TestIgnoreSwitches(t *testing.T) {
 	s.CreateBucket(t, "bkt")
 	old := s.Put(t, "bkt", "k", []byte("old version"))
 	cur := s.Put(t, "bkt", "k", []byte("new version"))
-	type answer struct {
-		body, etag, contentRange string
-		status                   int
-	}
-	get := func(ifMatch, rng string) (answer, error) {
-		in := &s3.GetObjectInput{Bucket: aws.String("bkt"), Key: aws.String("k"), IfMatch: aws.String(ifMatch)}
-		if rng != "" {
-			in.Range = aws.String(rng)
-		}
-		out, err := s.Client.GetObject(context.Background(), in, func(o *s3.Options) { o.RetryMaxAttempts = 1 })
-		if err != nil {
-			return answer{}, err
-		}
-		defer out.Body.Close()
-		b, err := io.ReadAll(out.Body)
-		status := 0
-		if raw, ok := awsmiddleware.GetRawResponse(out.ResultMetadata).(*smithyhttp.Response); ok {
-			status = raw.StatusCode
-		}
-		return answer{string(b), aws.ToString(out.ETag), aws.ToString(out.ContentRange), status}, err
-	}
+	get := func(ifMatch, rng string) (Answer, error) { return Get(s.Client, "bkt", "k", ifMatch, rng) }
 	if _, err := get(old, ""); err == nil || !strings.Contains(err.Error(), "PreconditionFailed") {
 		t.Fatalf("GET pinned to the old version: %v, want 412 PreconditionFailed", err)
 	}
-	if a, err := get(cur, "bytes=4-6"); err != nil || a != (answer{"ver", cur, "bytes 4-6/11", 206}) {
+	if a, err := get(cur, "bytes=4-6"); err != nil || a != (Answer{"ver", cur, "bytes 4-6/11", 206}) {
 		t.Fatalf("ranged GET: %+v, %v; want 206 bytes 4-6", a, err)
 	}
 	s.IgnoreIfMatch(true)
-	if a, err := get(old, ""); err != nil || a != (answer{"new version", cur, "", 200}) {
+	if a, err := get(old, ""); err != nil || a != (Answer{"new version", cur, "", 200}) {
 		t.Fatalf("GET pinned to the old version, If-Match ignored: %+v, %v; want the current version", a, err)
 	}
 	s.IgnoreRange(true)
-	if a, err := get(cur, "bytes=4-6"); err != nil || a != (answer{"new version", cur, "", 200}) {
+	if a, err := get(cur, "bytes=4-6"); err != nil || a != (Answer{"new version", cur, "", 200}) {
 		t.Fatalf("ranged GET, Range ignored: %+v, %v; want 200 and the whole object", a, err)
 	}
 	if reqs := s.Requests("k"); reqs[len(reqs)-1].Range != "bytes=4-6" {
