@@ -56,17 +56,20 @@ type answer struct {
 // An object planned without an ETag (a listing that gave none) is not pinned, and its ETag
 // is not compared.
 func checkAnswer(bucket string, o Object, pos, limit int64, ranged bool, out *s3.GetObjectOutput) (answer, error) {
-	where := fmt.Sprintf("GET s3://%s/%s", bucket, o.Key)
-	if ranged {
-		where += fmt.Sprintf(" bytes=%d-%d", pos, limit-1)
+	// Only a refused answer needs its description: a GET that passes allocates nothing here.
+	where := func() string {
+		if ranged {
+			return fmt.Sprintf("GET s3://%s/%s bytes=%d-%d", bucket, o.Key, pos, limit-1)
+		}
+		return fmt.Sprintf("GET s3://%s/%s", bucket, o.Key)
 	}
 	if o.ETag != "" {
 		got := derefString(out.ETag)
 		switch {
 		case got == "":
-			return answer{}, fmt.Errorf("%s: %w: no ETag, planned %s: the version sent cannot be checked", where, ErrBadAnswer, o.ETag)
+			return answer{}, fmt.Errorf("%s: %w: no ETag, planned %s: the version sent cannot be checked", where(), ErrBadAnswer, o.ETag)
 		case unquote(got) != unquote(o.ETag):
-			return answer{}, fmt.Errorf("%s: %w: ETag %s, planned %s (the server ignored If-Match)", where, ErrOtherVersion, got, o.ETag)
+			return answer{}, fmt.Errorf("%s: %w: ETag %s, planned %s (the server ignored If-Match)", where(), ErrOtherVersion, got, o.ETag)
 		}
 	}
 	status := statusOf(out)
@@ -76,28 +79,28 @@ func checkAnswer(bucket string, o Object, pos, limit int64, ranged bool, out *s3
 		first, last, size, ok := parseContentRange(cr)
 		switch {
 		case !ok:
-			return answer{}, fmt.Errorf("%s: %w: 206 with Content-Range %q", where, ErrBadAnswer, cr)
+			return answer{}, fmt.Errorf("%s: %w: 206 with Content-Range %q", where(), ErrBadAnswer, cr)
 		case size != o.Size:
-			return answer{}, fmt.Errorf("%s: %w: Content-Range %q names an object of %d bytes, planned %d", where, ErrOtherVersion, cr, size, o.Size)
+			return answer{}, fmt.Errorf("%s: %w: Content-Range %q names an object of %d bytes, planned %d", where(), ErrOtherVersion, cr, size, o.Size)
 		case first != pos || last != limit-1:
-			return answer{}, fmt.Errorf("%s: %w: 206 with Content-Range %q", where, ErrBadAnswer, cr)
+			return answer{}, fmt.Errorf("%s: %w: 206 with Content-Range %q", where(), ErrBadAnswer, cr)
 		case out.ContentLength != nil && *out.ContentLength != last-first+1:
-			return answer{}, fmt.Errorf("%s: %w: Content-Range %q with Content-Length %d", where, ErrBadAnswer, cr, *out.ContentLength)
+			return answer{}, fmt.Errorf("%s: %w: Content-Range %q with Content-Length %d", where(), ErrBadAnswer, cr, *out.ContentLength)
 		}
 		return answer{}, nil
 	case http.StatusOK:
 		switch {
 		case out.ContentLength == nil:
-			return answer{}, fmt.Errorf("%s: %w: 200 without Content-Length", where, ErrBadAnswer)
+			return answer{}, fmt.Errorf("%s: %w: 200 without Content-Length", where(), ErrBadAnswer)
 		case *out.ContentLength != o.Size:
-			return answer{}, fmt.Errorf("%s: %w: 200 with %d bytes, planned %d", where, ErrOtherVersion, *out.ContentLength, o.Size)
+			return answer{}, fmt.Errorf("%s: %w: 200 with %d bytes, planned %d", where(), ErrOtherVersion, *out.ContentLength, o.Size)
 		}
 		if ranged {
 			return answer{skip: pos, whole: true}, nil
 		}
 		return answer{}, nil
 	}
-	return answer{}, fmt.Errorf("%s: %w: status %d", where, ErrBadAnswer, status)
+	return answer{}, fmt.Errorf("%s: %w: status %d", where(), ErrBadAnswer, status)
 }
 
 // refusedRange reports whether err is a GET's 416 Range Not Satisfiable answer.
