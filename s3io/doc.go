@@ -39,16 +39,16 @@
 // is an overwrite; a 206 for another range or any status but 200 and 206 fails the object
 // as unreadable; a 200 with the whole object to a ranged GET is read from the requested
 // byte to the requested end (exact, at the cost of the bytes before the range; counted as
-// range_ignored). A record
-// is bytes of the object as stored, never a made-up one: a broken compressed stream, an
-// object that ends inside a record, or a record over Config.MaxRecordBytes fails its object
-// instead. An object that cannot be read is quarantined: the records it emitted stay, the
-// rest is read on, and a Failure names it with a Reason. Read, ReadAll, ReadSplits and
-// ReadWithPositions then fail the job, after everything else was read; the WithFailures
-// variants return the Failures and let the job succeed. Credential and configuration errors
-// fail the job at once, saying what to check; a Config that does not validate panics at
-// pipeline construction, naming the field. Transient errors are retried, and a response body
-// that breaks is resumed from its next byte, with the same pin.
+// range_ignored). A record is bytes of the object as stored, never a made-up one: a broken
+// compressed stream, an object that ends inside a record, or a record over
+// Config.MaxRecordBytes fails its object instead. An object that cannot be read is
+// quarantined: the records it emitted stay, the rest is read on, and a Failure names it
+// with a Reason. Read, ReadAll, ReadSplits and ReadWithPositions then fail the job, after
+// everything else was read; the WithFailures variants return the Failures and let the job
+// succeed. Credential and configuration errors fail the job at once, saying what to check;
+// a Config that does not validate panics at pipeline construction, naming the field.
+// Transient errors are retried, and a response body that breaks is resumed from its next
+// byte, with the same pin.
 //
 // Delivery is at least once: a bundle a runner retries may emit records again; none is lost.
 // Emitted slices are never written again, so downstream DoFns may keep them (a kept record
