@@ -187,7 +187,7 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	return r.print(stdout)
 }
 
-// rampParts mirrors s3io/prefetch.go: the first parts a restriction's fetcher issues are
+// rampParts mirrors s3io/internal/fetch/fetcher.go: the first parts a restriction's fetcher issues are
 // this small (capped at PartBytes), later ones PartBytes, so that reading starts after
 // little more than one request's latency.
 var rampParts = [...]int64{256 << 10, 1 << 20}
@@ -258,7 +258,7 @@ func (s *summary) add(d s3io.SplitDescriptor) {
 	}
 }
 
-// parts counts the GETs that read n bytes, as s3io/prefetch.go cuts them; issued counts the
+// parts counts the GETs that read n bytes, as s3io/internal/fetch/fetcher.go cuts them; issued counts the
 // parts its restriction issued before. An empty object still costs one GET (its pin is
 // checked).
 func parts(n, partBytes int64, issued *int) int64 {
