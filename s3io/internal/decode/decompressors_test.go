@@ -106,7 +106,7 @@ func TestDetect(t *testing.T) {
 		{Auto, "x", gz[:1], None},
 		{Auto, "x.txt", plain, None},
 		{Auto, "x.gz.txt", plain, None},
-		{Auto, "x.tgz", plain, None},
+		{Auto, "x.tgz", plain, Gzip}, // a tar inside is found after decompression
 		{Auto, "gz", plain, None},
 		{Auto, "x.zst/part", plain, None},
 		{Auto, "", nil, None},
