@@ -19,7 +19,8 @@ const (
 type Batch struct {
 	Seekable bool // the object is read uncompressed: record offsets are object offsets
 	Records  [][]byte
-	Ends     []int64 // stream offset just past each record
+	Ends     []int64  // stream offset just past each record
+	Entries  []string // the archive entry of each record; "" outside archives
 	// Consumed is how many stored bytes the decoder had taken from the source when the
 	// batch was cut.
 	Consumed int64
@@ -80,9 +81,9 @@ func (f *Framing) run(src FramingSource) {
 		var b *Batch
 		select {
 		case b = <-f.free:
-			b.Records, b.Ends, b.Err = b.Records[:0], b.Ends[:0], nil
+			b.Records, b.Ends, b.Entries, b.Err = b.Records[:0], b.Ends[:0], b.Entries[:0], nil
 		default:
-			b = &Batch{Records: make([][]byte, 0, batchRecords), Ends: make([]int64, 0, batchRecords)}
+			b = &Batch{Records: make([][]byte, 0, batchRecords), Ends: make([]int64, 0, batchRecords), Entries: make([]string, 0, batchRecords)}
 		}
 		b.Seekable = seekable
 		for size := 0; len(b.Records) < batchRecords && size < batchBytes; {
@@ -96,6 +97,7 @@ func (f *Framing) run(src FramingSource) {
 			}
 			b.Records = append(b.Records, rec)
 			b.Ends = append(b.Ends, rr.offset)
+			b.Entries = append(b.Entries, rr.entry)
 			size += len(rec)
 		}
 		b.Consumed = src.Consumed()
@@ -127,6 +129,14 @@ func (f *Framing) Stop() {
 	close(f.done)
 	f.cancel()
 	f.wg.Wait()
+}
+
+// HeadersSkipped returns how many header records were dropped; only after Stop.
+func (f *Framing) HeadersSkipped() int64 {
+	if f.reader == nil {
+		return 0
+	}
+	return f.reader.HeadersSkipped
 }
 
 // Decoded returns how many bytes of the object's stream were decoded; only after Stop.

@@ -35,6 +35,67 @@ type RecordReader struct {
 	eof        bool
 	offset     int64 // stream offset of buf[start]
 	base       int64 // stream offset of the first byte
+
+	// An archive's entries are framed one after another, each by a framer of its own, as
+	// one stream: offsets and record indexes run on across entries.
+	entries   Entries
+	newFramer func() Framer
+	entry     string // the current entry's name; "" outside archives
+
+	skipHeader int // records dropped at the start of the stream and of each entry
+	headerLeft int // of the current stream or entry
+	// HeadersSkipped counts the records SkipHeaders dropped.
+	HeadersSkipped int64
+}
+
+// Entry is one regular file of an archive, in archive order.
+type Entry struct {
+	Name string
+	R    io.Reader // its decoded bytes
+}
+
+// Entries yields an archive's regular files in archive order; Next returns io.EOF after
+// the last.
+type Entries interface {
+	Next() (Entry, error)
+}
+
+// NewEntriesRecordReader frames each of entries in turn with a framer of its own from
+// newFramer, as one stream starting at offset 0.
+func NewEntriesRecordReader(entries Entries, newFramer func() Framer, maxRecord int) *RecordReader {
+	return &RecordReader{src: eofReader{}, eof: true, framer: newFramer(), maxRecord: maxRecord, entries: entries, newFramer: newFramer}
+}
+
+type eofReader struct{}
+
+func (eofReader) Read([]byte) (int, error) { return 0, io.EOF }
+
+// SkipHeaders drops the first n records of the stream and of every entry of an archive
+// (Config.SkipHeaderRecords). Call it before reading, and only when the read starts at the
+// stream's start: a read that starts later is past the header already.
+func (r *RecordReader) SkipHeaders(n int) { r.skipHeader, r.headerLeft = n, n }
+
+// Entry names the archive entry of the record Next returned last; "" outside archives.
+func (r *RecordReader) Entry() string { return r.entry }
+
+// nextEntry moves to the archive's next entry, dropping what the framer left of the
+// current one at its end. It reports false after the last entry.
+func (r *RecordReader) nextEntry() (bool, error) {
+	if r.entries == nil {
+		return false, nil
+	}
+	e, err := r.entries.Next()
+	if err == io.EOF {
+		r.entries = nil
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	r.offset += int64(r.end - r.start)
+	r.start = r.end
+	r.src, r.eof, r.framer, r.entry, r.headerLeft = e.R, false, r.newFramer(), e.Name, r.skipHeader
+	return true, nil
 }
 
 // NewRecordReader frames src, whose first byte is at stream offset base, failing on a
@@ -49,6 +110,12 @@ func (r *RecordReader) Discard(to int64) error {
 	for r.offset < to {
 		if r.end == r.start {
 			if r.eof {
+				if more, err := r.nextEntry(); err != nil || more {
+					if err != nil {
+						return err
+					}
+					continue
+				}
 				return fmt.Errorf("s3io: the stream ends at byte %d, before the resume point %d", r.offset, to)
 			}
 			// Nothing is handed out yet, so the slab can be refilled from its start.
@@ -61,6 +128,7 @@ func (r *RecordReader) Discard(to int64) error {
 		n := int(min(int64(r.end-r.start), to-r.offset))
 		r.start += n
 		r.offset += int64(n)
+		r.headerLeft = 0 // the resume point is past the header of the entry it is in
 	}
 	return nil
 }
@@ -105,6 +173,11 @@ func (r *RecordReader) Next() (rec []byte, offset int64, err error) {
 				off := r.offset
 				r.start += adv
 				r.offset += int64(adv)
+				if r.headerLeft > 0 {
+					r.headerLeft--
+					r.HeadersSkipped++
+					continue
+				}
 				// Cap the record so that a downstream append reallocates instead of writing
 				// over the next record, whatever the framer returned.
 				return tok[:len(tok):len(tok)], off, nil
@@ -115,6 +188,13 @@ func (r *RecordReader) Next() (rec []byte, offset int64, err error) {
 				continue
 			}
 			if r.eof {
+				more, err := r.nextEntry()
+				if err != nil {
+					return nil, r.offset, err
+				}
+				if more {
+					continue
+				}
 				return nil, r.offset, io.EOF
 			}
 		}

@@ -1,0 +1,336 @@
+package decode
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"testing/iotest"
+)
+
+// run runs a command-line tool in dir with stdin and returns its stdout; a missing tool
+// fails the test: .ci/run installs every tool the tests use.
+func run(t *testing.T, dir string, stdin []byte, name string, args ...string) []byte {
+	t.Helper()
+	if _, err := exec.LookPath(name); err != nil {
+		t.Fatalf("%s is not installed (.ci/run installs it with apt-get): %v", name, err)
+	}
+	cmd := exec.Command(name, args...)
+	cmd.Dir = dir
+	cmd.Stdin = bytes.NewReader(stdin)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("%s %s: %v: %s", name, strings.Join(args, " "), err, errb.String())
+	}
+	return out.Bytes()
+}
+
+// archiveFiles writes files into a fresh directory, in name order, and returns it.
+func archiveFiles(t *testing.T, files map[string]string) string {
+	t.Helper()
+	dir := t.TempDir()
+	for name, body := range files {
+		p := filepath.Join(dir, name)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir
+}
+
+// entryRecord is one framed record and the entry it came from.
+type entryRecord struct{ entry, rec string }
+
+// readObject opens obj (its bytes data) as s3io does and frames it with lines, served in
+// chunks of at most chunk bytes; it returns the records and the tail GETs made.
+func readObject(t *testing.T, mode Compression, key string, data []byte, skipHeaders int) (recs []entryRecord, gets int, err error) {
+	t.Helper()
+	d := &Decompressors{}
+	defer d.Close()
+	info := ObjectInfo{Key: key, Size: int64(len(data)), ReadRange: func(from, to int64) ([]byte, error) {
+		gets++
+		return bytes.Clone(data[from:to]), nil
+	}}
+	entries, stream, _, err := d.OpenEntries(mode, info, iotest.HalfReader(bytes.NewReader(data)))
+	if err != nil {
+		return nil, gets, err
+	}
+	var rr *RecordReader
+	if entries != nil {
+		rr = NewEntriesRecordReader(entries, func() Framer { return FramerFunc(FrameLines) }, 1<<20)
+	} else {
+		rr = NewRecordReader(stream, FramerFunc(FrameLines), 1<<20, 0)
+	}
+	rr.SkipHeaders(skipHeaders)
+	for {
+		rec, _, err := rr.Next()
+		if err == io.EOF {
+			return recs, gets, nil
+		}
+		if err != nil {
+			return recs, gets, err
+		}
+		recs = append(recs, entryRecord{rr.Entry(), string(rec)})
+	}
+}
+
+func sameRecords(t *testing.T, got, want []entryRecord) {
+	t.Helper()
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("records:\n got %v\nwant %v", got, want)
+	}
+}
+
+var archiveInput = map[string]string{
+	"a.txt":       "a1\na2\n",
+	"b/c.txt":     "c1\r\nc2", // no final newline: the entry's end ends the record
+	"b/empty.txt": "",
+	"d.txt":       "d1\n",
+}
+
+// archiveWant is what archiveInput's entries hold, in the order tar and zip store them
+// (the tools are given the names in this order).
+var archiveOrder = []string{"a.txt", "b/c.txt", "b/empty.txt", "d.txt"}
+
+var archiveWant = []entryRecord{{"a.txt", "a1"}, {"a.txt", "a2"}, {"b/c.txt", "c1"}, {"b/c.txt", "c2"}, {"d.txt", "d1"}}
+
+func TestTarEntries(t *testing.T) {
+	dir := archiveFiles(t, archiveInput)
+	tarball := run(t, dir, nil, "tar", append([]string{"-cf", "-"}, archiveOrder...)...)
+	cases := []struct {
+		name, key string
+		data      []byte
+	}{
+		{"tar", "x.tar", tarball},
+		{"tar by magic", "x", tarball},
+		{"tar.gz", "x.tar.gz", run(t, dir, tarball, "gzip", "-c")},
+		{"tgz by magic", "x.bin", run(t, dir, tarball, "pigz", "-c")},
+		{"tar.zst", "x.tar.zst", run(t, dir, tarball, "zstd", "-c", "-q")},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			recs, _, err := readObject(t, Auto, c.key, c.data, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			sameRecords(t, recs, archiveWant)
+		})
+	}
+	t.Run("directories and links hold no records", func(t *testing.T) {
+		if err := os.Symlink("a.txt", filepath.Join(dir, "link")); err != nil {
+			t.Fatal(err)
+		}
+		data := run(t, dir, nil, "tar", "-cf", "-", "a.txt", "b", "link")
+		recs, _, err := readObject(t, Auto, "x.tar", data, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sameRecords(t, recs, []entryRecord{{"a.txt", "a1"}, {"a.txt", "a2"}, {"b/c.txt", "c1"}, {"b/c.txt", "c2"}})
+	})
+	t.Run("entries decoded by their own names", func(t *testing.T) {
+		d2 := archiveFiles(t, nil)
+		os.WriteFile(filepath.Join(d2, "log.gz"), run(t, d2, []byte("g1\ng2\n"), "gzip", "-c"), 0o644)
+		os.WriteFile(filepath.Join(d2, "log.zst"), run(t, d2, []byte("z1\n"), "zstd", "-c", "-q"), 0o644)
+		data := run(t, d2, nil, "tar", "-cf", "-", "log.gz", "log.zst")
+		recs, _, err := readObject(t, Auto, "logs.tar", data, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sameRecords(t, recs, []entryRecord{{"log.gz", "g1"}, {"log.gz", "g2"}, {"log.zst", "z1"}})
+	})
+	t.Run("a header record is skipped in every entry", func(t *testing.T) {
+		recs, _, err := readObject(t, Auto, "x.tar", tarball, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sameRecords(t, recs, []entryRecord{{"a.txt", "a2"}, {"b/c.txt", "c2"}})
+	})
+	t.Run("truncated", func(t *testing.T) {
+		// Inside a header, inside an entry's data, and on the block boundary before a
+		// header, where only the missing end-of-archive marker tells.
+		for _, cut := range []int{100, 512 + 3, bytes.Index(tarball, []byte("b/c.txt\x00"))} {
+			_, _, err := readObject(t, Auto, "x.tar", tarball[:cut], 0)
+			if !errors.Is(err, ErrCorrupt) {
+				t.Errorf("cut at %d: err = %v, want ErrCorrupt", cut, err)
+			}
+		}
+	})
+	t.Run("nested archive is unsupported", func(t *testing.T) {
+		d2 := archiveFiles(t, nil)
+		os.WriteFile(filepath.Join(d2, "inner.tar"), tarball, 0o644)
+		data := run(t, d2, nil, "tar", "-cf", "-", "inner.tar")
+		recs, _, err := readObject(t, Auto, "outer.tar", data, 0)
+		if !errors.Is(err, ErrUnsupported) || len(recs) != 0 || !strings.Contains(err.Error(), `"inner.tar"`) {
+			t.Fatalf("records %v, err = %v; want none and ErrUnsupported naming the entry", recs, err)
+		}
+	})
+}
+
+func TestZipEntries(t *testing.T) {
+	dir := archiveFiles(t, archiveInput)
+	zipped := func(t *testing.T, args ...string) []byte {
+		os.Remove(filepath.Join(dir, "out.zip"))
+		run(t, dir, nil, "zip", append(append([]string{"-q", "-X"}, args...), append([]string{"out.zip"}, archiveOrder...)...)...)
+		data, err := os.ReadFile(filepath.Join(dir, "out.zip"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return data
+	}
+	deflated := zipped(t)
+	cases := []struct {
+		name string
+		key  string
+		data []byte
+	}{
+		{"deflate", "x.zip", deflated},
+		{"by magic", "x", deflated},
+		{"stored", "x.zip", zipped(t, "-0")},
+		{"bzip2 method", "x.zip", zipped(t, "-Z", "bzip2")},
+		{"zip64", "x.zip", zipped(t, "-fz")},
+		{"with an archive comment", "x.zip", func() []byte {
+			data := zipped(t)
+			// The comment is the EOCD's last field; zip -z reads it from stdin.
+			os.WriteFile(filepath.Join(dir, "c.zip"), data, 0o644)
+			run(t, dir, []byte(strings.Repeat("comment ", 40)), "zip", "-q", "-z", "c.zip")
+			data, _ = os.ReadFile(filepath.Join(dir, "c.zip"))
+			return data
+		}()},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			recs, gets, err := readObject(t, Auto, c.key, c.data, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			sameRecords(t, recs, archiveWant)
+			if gets != 1 {
+				t.Errorf("%d ranged GETs of the tail, want 1", gets)
+			}
+		})
+	}
+	t.Run("streamed zip with data descriptors", func(t *testing.T) {
+		// zip reading stdin writes one entry "-" with a data descriptor after its data.
+		data := run(t, dir, []byte("s1\ns2\n"), "zip", "-q", "-", "-")
+		recs, _, err := readObject(t, Auto, "x.zip", data, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sameRecords(t, recs, []entryRecord{{"-", "s1"}, {"-", "s2"}})
+	})
+	t.Run("a large central directory takes a second GET", func(t *testing.T) {
+		many := map[string]string{}
+		var want []entryRecord
+		for i := range 3000 {
+			name := fmt.Sprintf("dir/entry-with-a-longish-name-%05d.txt", i)
+			many[name] = fmt.Sprintf("r%d\n", i)
+			want = append(want, entryRecord{name, fmt.Sprintf("r%d", i)})
+		}
+		d2 := archiveFiles(t, many)
+		run(t, d2, nil, "zip", "-q", "-r", "-X", "out.zip", "dir")
+		data, _ := os.ReadFile(filepath.Join(d2, "out.zip"))
+		recs, gets, err := readObject(t, Auto, "many.zip", data, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(recs) != len(want) {
+			t.Fatalf("%d records, want %d", len(recs), len(want))
+		}
+		got := map[entryRecord]bool{}
+		for _, r := range recs {
+			got[r] = true
+		}
+		for _, w := range want {
+			if !got[w] {
+				t.Fatalf("missing %v", w)
+			}
+		}
+		if gets != 2 {
+			t.Errorf("%d ranged GETs, want 2 (the first tail, then the rest of the directory)", gets)
+		}
+	})
+	t.Run("encrypted entry is unsupported", func(t *testing.T) {
+		data := zipped(t, "-P", "secret")
+		recs, _, err := readObject(t, Auto, "x.zip", data, 0)
+		if !errors.Is(err, ErrUnsupported) || len(recs) != 0 || !strings.Contains(err.Error(), "encrypted") {
+			t.Fatalf("records %v, err %v; want none and ErrUnsupported (encrypted)", recs, err)
+		}
+	})
+	t.Run("corrupt", func(t *testing.T) {
+		bad := zipped(t, "-0")
+		bad[bytes.Index(bad, []byte("a1\na2"))] ^= 0xff // the first entry's CRC-32 cannot match
+		if _, _, err := readObject(t, Auto, "x.zip", bad, 0); !errors.Is(err, ErrCorrupt) {
+			t.Errorf("flipped byte: err = %v, want ErrCorrupt", err)
+		}
+		for _, cut := range []int{10, len(deflated) / 2, len(deflated) - 10} {
+			if _, _, err := readObject(t, Auto, "x.zip", deflated[:cut], 0); !errors.Is(err, ErrCorrupt) {
+				t.Errorf("cut at %d: err = %v, want ErrCorrupt", cut, err)
+			}
+		}
+	})
+	t.Run("empty zip", func(t *testing.T) {
+		empty := []byte("PK\x05\x06" + strings.Repeat("\x00", 18))
+		recs, _, err := readObject(t, Auto, "x.zip", empty, 0)
+		if err != nil || len(recs) != 0 {
+			t.Fatalf("records %v, err %v; want none", recs, err)
+		}
+	})
+}
+
+// TestEntriesDiscard resumes an archive's framing at every record boundary, as a resume
+// hint does: the rest of the records, and nothing else, follow.
+func TestEntriesDiscard(t *testing.T) {
+	dir := archiveFiles(t, archiveInput)
+	tarball := run(t, dir, nil, "tar", append([]string{"-cf", "-"}, archiveOrder...)...)
+	open := func() *RecordReader {
+		d := &Decompressors{}
+		entries, _, _, err := d.OpenEntries(Auto, ObjectInfo{Key: "x.tar", Size: int64(len(tarball))}, bytes.NewReader(tarball))
+		if err != nil {
+			t.Fatal(err)
+		}
+		rr := NewEntriesRecordReader(entries, func() Framer { return FramerFunc(FrameLines) }, 1<<20)
+		rr.SkipHeaders(1)
+		return rr
+	}
+	rr := open()
+	var ends []int64
+	var all []entryRecord
+	for {
+		rec, _, err := rr.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		ends = append(ends, rr.offset)
+		all = append(all, entryRecord{rr.Entry(), string(rec)})
+	}
+	for i, end := range ends {
+		rr := open()
+		if err := rr.Discard(end); err != nil {
+			t.Fatal(err)
+		}
+		var rest []entryRecord
+		for {
+			rec, _, err := rr.Next()
+			if err == io.EOF {
+				break
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			rest = append(rest, entryRecord{rr.Entry(), string(rec)})
+		}
+		sameRecords(t, rest, all[i+1:])
+	}
+}
