@@ -5,9 +5,11 @@ import (
 	"fmt"
 	"net"
 	"net/url"
+	"slices"
 	"strings"
 	"time"
 
+	"github.com/spate-io/beam-s3/s3io/internal/decode"
 	"github.com/spate-io/beam-s3/s3io/internal/fetch"
 	"github.com/spate-io/beam-s3/s3io/internal/listing"
 )
@@ -15,13 +17,22 @@ import (
 // Compression names how object bytes are decompressed before framing.
 type Compression string
 
-// The compression modes. Auto, the default, decides per object: by key extension first
-// (.gz/.gzip, .zst/.zstd), then by the object's leading magic bytes, else none.
+// The compression modes. Auto, the default, decides per object: by key extension first,
+// then by the object's leading magic bytes (brotli has none: by extension only), else none;
+// it also finds tar and zip archives and refuses the formats s3io does not read (README,
+// "Formats"). An explicit codec decodes every object with it.
 const (
-	CompressionAuto Compression = "auto"
-	CompressionNone Compression = "none"
-	CompressionGzip Compression = "gzip"
-	CompressionZstd Compression = "zstd"
+	CompressionAuto    Compression = "auto"
+	CompressionNone    Compression = "none"
+	CompressionGzip    Compression = "gzip"
+	CompressionZstd    Compression = "zstd"
+	CompressionBzip2   Compression = "bzip2"
+	CompressionXz      Compression = "xz"
+	CompressionLz4     Compression = "lz4"     // the frame format (lz4's default)
+	CompressionSnappy  Compression = "snappy"  // the Snappy framing format (.sz)
+	CompressionZlib    Compression = "zlib"    // RFC 1950 (.zz, .zlib)
+	CompressionDeflate Compression = "deflate" // raw RFC 1951 (.deflate)
+	CompressionBrotli  Compression = "brotli"
 )
 
 // Defaults applied to zero-valued Config fields by WithDefaults; each field's doc states its own.
@@ -30,6 +41,11 @@ const (
 	defaultSplitTargetBytes = 64 << 20
 	defaultMaxSplitMembers  = 1024
 	defaultMaxRecordBytes   = 16 << 20
+	// defaultMaxDecoderWindowBytes admits what the codecs' default levels and `zstd
+	// --long=27` write, while a corrupt or hostile header cannot make a worker allocate
+	// gigabytes.
+	defaultMaxDecoderWindowBytes = 128 << 20
+	maxDecoderWindowLimit        = 2 << 30
 	defaultMaxAttempts      = 8
 	defaultReadTimeout      = time.Minute
 	// defaultReadBufferBytes, defaultPartBytes and defaultMaxRequestsInFlight were chosen by
@@ -100,9 +116,17 @@ type Config struct {
 	// Framer names the registered RecordFramer that cuts decompressed bytes into records:
 	// "lines" (default), "ndjson", "u32be", or one added with RegisterFramer.
 	Framer string
-	// Compression is CompressionAuto (default), CompressionNone, CompressionGzip or
-	// CompressionZstd.
+	// Compression is CompressionAuto (default), CompressionNone (the stored bytes are the
+	// records) or one codec for every object.
 	Compression Compression
+	// MaxDecoderWindowBytes is the largest window any decoder may allocate for one object
+	// (zstd, xz, brotli; default 128 MiB, at most 2 GiB). A stream asking for more fails
+	// its object as "unsupported", naming the window it asks for: `zstd --long=28` and up
+	// write such frames. Each object being decoded may hold one window.
+	MaxDecoderWindowBytes int64
+	// SkipHeaderRecords drops the first records of every object, and of every entry of an
+	// archive (a CSV header: 1), before they are numbered; counted in headers_skipped.
+	SkipHeaderRecords int
 	// SplitTargetBytes is the mean stored size of a split descriptor (default 64 MiB). The
 	// planner cuts descriptors at content-defined points so that replans keep their IDs:
 	// a descriptor of several objects holds at least about SplitTargetBytes/e of them,
@@ -176,6 +200,7 @@ func (c Config) WithDefaults() Config {
 	c.InitialSplitBytes = cmp.Or(c.InitialSplitBytes, c.SplitTargetBytes)
 	c.MaxSplitMembers = cmp.Or(c.MaxSplitMembers, defaultMaxSplitMembers)
 	c.MaxRecordBytes = cmp.Or(c.MaxRecordBytes, defaultMaxRecordBytes)
+	c.MaxDecoderWindowBytes = cmp.Or(c.MaxDecoderWindowBytes, defaultMaxDecoderWindowBytes)
 	c.MaxAttempts = cmp.Or(c.MaxAttempts, defaultMaxAttempts)
 	c.ReadTimeout = cmp.Or(c.ReadTimeout, defaultReadTimeout)
 	c.ReadBufferBytes = cmp.Or(c.ReadBufferBytes, defaultReadBufferBytes)
@@ -211,10 +236,18 @@ func (c Config) validateReading() error {
 	if _, ok := lookupFramer(c.Framer); !ok {
 		return fmt.Errorf("s3io: Config.Framer %q is not registered; use one of %s, or call s3io.RegisterFramer in an init function", c.Framer, strings.Join(framerNames(), ", "))
 	}
-	switch c.Compression {
-	case CompressionAuto, CompressionNone, CompressionGzip, CompressionZstd:
-	default:
-		return fmt.Errorf("s3io: Config.Compression %q is unknown; use %q, %q, %q or %q", c.Compression, CompressionAuto, CompressionNone, CompressionGzip, CompressionZstd)
+	if !slices.Contains(decode.Codecs, decode.Compression(c.Compression)) {
+		names := make([]string, len(decode.Codecs))
+		for i, m := range decode.Codecs {
+			names[i] = fmt.Sprintf("%q", m)
+		}
+		return fmt.Errorf("s3io: Config.Compression %q is unknown; use one of %s", c.Compression, strings.Join(names, ", "))
+	}
+	if c.MaxDecoderWindowBytes < 0 || c.MaxDecoderWindowBytes > maxDecoderWindowLimit {
+		return fmt.Errorf("s3io: Config.MaxDecoderWindowBytes is %d; it must be between 1 and %d (0 means the default, %d)", c.MaxDecoderWindowBytes, int64(maxDecoderWindowLimit), defaultMaxDecoderWindowBytes)
+	}
+	if c.SkipHeaderRecords < 0 {
+		return fmt.Errorf("s3io: Config.SkipHeaderRecords is %d; it must not be negative", c.SkipHeaderRecords)
 	}
 	if c.SplitTargetBytes < 0 {
 		return fmt.Errorf("s3io: Config.SplitTargetBytes is %d; it must be positive (0 means the default, %d)", c.SplitTargetBytes, defaultSplitTargetBytes)

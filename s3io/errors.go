@@ -33,8 +33,15 @@ const (
 	// size. The answer is refused before any of its bytes is used, so none of the new
 	// content was read.
 	ReasonOverwritten Reason = "overwritten"
-	// ReasonCorrupt: the gzip/zstd stream or the framing is broken.
+	// ReasonCorrupt: the compressed stream, the archive or the framing is broken (the
+	// message names the byte offset where the framer found it broken).
 	ReasonCorrupt Reason = "corrupt"
+	// ReasonUnsupported: the object is in a format s3io does not read — 7z, rar, .lzma,
+	// .Z, lzip, lzop, legacy lz4, a zstd frame needing a dictionary, an encrypted zip
+	// entry, an archive inside an archive — or asks for a decoder window above
+	// Config.MaxDecoderWindowBytes. The message names the format and what to do. None of
+	// its records is emitted: it is never framed as if it were text.
+	ReasonUnsupported Reason = "unsupported"
 	// ReasonRecordTooLarge: a record exceeds Config.MaxRecordBytes.
 	ReasonRecordTooLarge Reason = "record_too_large"
 	// ReasonUnreadable: the object could not be read within Config.MaxAttempts, or the
@@ -48,7 +55,7 @@ const (
 	ReasonArchived Reason = "archived"
 )
 
-var reasons = []Reason{ReasonDeleted, ReasonOverwritten, ReasonCorrupt, ReasonRecordTooLarge, ReasonUnreadable, ReasonArchived}
+var reasons = []Reason{ReasonDeleted, ReasonOverwritten, ReasonCorrupt, ReasonUnsupported, ReasonRecordTooLarge, ReasonUnreadable, ReasonArchived}
 
 // errArchived is the cause of a Failure with reason "archived" that the listing foresaw.
 var errArchived = errors.New("s3io: the object is archived")
@@ -167,6 +174,8 @@ func classify(err error) (fatal bool, reason Reason) {
 	switch {
 	case errors.Is(err, s3client.ErrCredentials), errors.Is(err, context.Canceled):
 		return true, ""
+	case errors.Is(err, decode.ErrUnsupported):
+		return false, ReasonUnsupported
 	case errors.Is(err, decode.ErrCorrupt), errors.Is(err, decode.ErrTruncatedRecord), errors.Is(err, decode.ErrFramer):
 		return false, ReasonCorrupt
 	case errors.Is(err, fetch.ErrOtherVersion):

@@ -66,6 +66,13 @@ func RegisterFramer(name string, newFramer func() RecordFramer) {
 // ends at the next LF wherever one starts reading. Only such framers allow segments.
 func selfSynchronizing(name string) bool { return name == "lines" || name == "ndjson" }
 
+// resumesAtOffset reports whether a framer can start at any record's byte offset, so that a
+// residual resumes there: its state between records is empty. json-array's is not (it must
+// know it is inside the top-level array), so a residual of a json-array member re-frames it
+// from its start and skips the records before its first. A registered framer must be able
+// to start at any record boundary, as the built-in line framers can.
+func resumesAtOffset(name string) bool { return name != "json-array" }
+
 func lookupFramer(name string) (func() RecordFramer, bool) {
 	framers.RLock()
 	defer framers.RUnlock()

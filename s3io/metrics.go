@@ -18,6 +18,7 @@ import "github.com/apache/beam/sdks/v2/go/pkg/beam"
 //	records                          records emitted
 //	resumed_reads                    reads that began at a resume point inside a member
 //	skipped_records                  records read again and dropped to reach a restriction's start
+//	headers_skipped                  records dropped by Config.SkipHeaderRecords
 //	body_resumes                     broken response bodies resumed with a ranged GET
 //	range_ignored                    ranged GETs the server answered with the whole object (200):
 //	                                 read exactly, the bytes before the range received and dropped
@@ -50,6 +51,7 @@ var (
 	metricGets            = beam.NewCounter(MetricsNamespace, "gets")
 	metricResumed         = beam.NewCounter(MetricsNamespace, "resumed_reads")
 	metricSkipped         = beam.NewCounter(MetricsNamespace, "skipped_records")
+	metricHeadersSkipped  = beam.NewCounter(MetricsNamespace, "headers_skipped")
 	metricBodyResumes     = beam.NewCounter(MetricsNamespace, "body_resumes")
 	metricRangeIgnored    = beam.NewCounter(MetricsNamespace, "range_ignored")
 	metricRawBytes        = beam.NewCounter(MetricsNamespace, "raw_bytes")

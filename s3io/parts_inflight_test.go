@@ -65,7 +65,7 @@ func TestPartAfterOverwriteIsQuarantined(t *testing.T) {
 	rt := f.fn.CreateTracker(fullRestriction(f.desc))
 	var got []string
 	var failures []Failure
-	err := f.fn.process(context.Background(), rt, f.desc, func(_ int, _ int64, rec []byte) { got = append(got, string(rec)) },
+	err := f.fn.process(context.Background(), rt, f.desc, func(_ int, _ int64, _ string, rec []byte) { got = append(got, string(rec)) },
 		func(fl Failure) { failures = append(failures, fl) })
 	if err != nil {
 		t.Fatal(err)

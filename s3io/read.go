@@ -90,7 +90,10 @@ type Record struct {
 	Key     string
 	Member  int
 	Index   int64
-	Data    []byte
+	// Entry names the archive entry (tar or zip) the record came from; "" outside archives.
+	// Indexes run on across an archive's entries.
+	Entry string
+	Data  []byte
 }
 
 // ReadWithPositions is Read, emitting a PCollection<Record> that carries each record's

@@ -54,7 +54,7 @@ func TestRefusedLaterPartOfCompressedObject(t *testing.T) {
 				var got []string
 				var fails []Failure
 				err := fn.process(context.Background(), fn.CreateTracker(fullRestriction(d)), d,
-					func(_ int, _ int64, rec []byte) { got = append(got, string(rec)) },
+					func(_ int, _ int64, _ string, rec []byte) { got = append(got, string(rec)) },
 					func(fl Failure) { fails = append(fails, fl) })
 				if err != nil {
 					t.Fatal(err)

@@ -124,21 +124,30 @@ func (fn *reader) startMember(ctx context.Context, d SplitDescriptor, m int, spa
 	open := func() (recs *decode.RecordReader, seekable bool, err error) {
 		if span.seekable {
 			recs = decode.NewRecordReader(src, fn.newFramer(), fn.Cfg.MaxRecordBytes, span.from)
+			if span.from == 0 {
+				recs.SkipHeaders(fn.Cfg.SkipHeaderRecords)
+			}
 			if span.skipPartial {
 				err = recs.SkipPastNewline()
 			}
 			return recs, true, err
 		}
-		stream, comp, err := mr.dec.Open(decode.Compression(fn.Cfg.Compression), member.Key, src)
+		obj := decode.ObjectInfo{Key: member.Key, Size: member.Size, ReadRange: of.ReadRange}
+		entries, stream, comp, err := mr.dec.OpenEntries(decode.Compression(fn.Cfg.Compression), obj, src)
 		if err != nil {
 			return nil, false, err
 		}
-		recs = decode.NewRecordReader(stream, fn.newFramer(), fn.Cfg.MaxRecordBytes, 0)
+		if entries != nil {
+			recs = decode.NewEntriesRecordReader(entries, func() decode.Framer { return fn.newFramer() }, fn.Cfg.MaxRecordBytes)
+		} else {
+			recs = decode.NewRecordReader(stream, fn.newFramer(), fn.Cfg.MaxRecordBytes, 0)
+		}
+		recs.SkipHeaders(fn.Cfg.SkipHeaderRecords)
 		if span.hint.known() {
 			// Compressed: decompress up to the resume point, but frame nothing before it.
 			err = recs.Discard(span.hint.Offset)
 		}
-		return recs, comp == decode.None, err
+		return recs, comp == decode.None && entries == nil, err
 	}
 	_, window := fn.Cfg.decoding()
 	mr.frames = decode.StartFraming(decode.FramingSource{Open: open, Consumed: src.Consumed, Cancel: of.Cancel, StopAt: span.stopAt}, window)
@@ -152,4 +161,5 @@ func (mr *memberRead) finish(ctx context.Context) {
 	mr.src.Close()
 	mr.fn.putDecoders(mr.dec)
 	metricBytes.Inc(ctx, mr.frames.Decoded())
+	metricHeadersSkipped.Inc(ctx, mr.frames.HeadersSkipped())
 }

@@ -57,7 +57,7 @@ func (f *resumeFixture) run(t *testing.T, rest restriction, split func(rt *sdf.L
 	t.Helper()
 	rt := f.fn.CreateTracker(rest)
 	var got []string
-	err := f.fn.process(context.Background(), rt, f.desc, func(_ int, _ int64, rec []byte) {
+	err := f.fn.process(context.Background(), rt, f.desc, func(_ int, _ int64, _ string, rec []byte) {
 		got = append(got, string(rec))
 		if split != nil {
 			split(rt, len(got))
@@ -263,7 +263,7 @@ func TestSegmentsPartitionRecords(t *testing.T) {
 			m.Start, m.End = cuts[i], cuts[i+1]
 			seg := SplitDescriptor{ID: "seg", Bucket: "resume", Members: []Member{m}}
 			rt := f.fn.CreateTracker(fullRestriction(seg))
-			err := f.fn.process(context.Background(), rt, seg, func(_ int, _ int64, rec []byte) { got = append(got, string(rec)) },
+			err := f.fn.process(context.Background(), rt, seg, func(_ int, _ int64, _ string, rec []byte) { got = append(got, string(rec)) },
 				func(fl Failure) { t.Errorf("unexpected failure: %v", fl) })
 			if err != nil {
 				t.Fatalf("segment [%d,%d): %v", m.Start, m.End, err)

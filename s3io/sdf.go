@@ -24,6 +24,9 @@ type reader struct {
 
 	client    *s3.Client
 	newFramer func() RecordFramer
+	// resumable is false for a framer that cannot start at a record's byte offset: its
+	// claims then carry no resume hint, and a residual re-frames its member from the start.
+	resumable bool
 	// pool holds the part buffers of this instance's reads, one restriction at a time, so
 	// that a restriction's read reuses what the one before released.
 	pool *fetch.Pool
@@ -40,7 +43,7 @@ func (fn *reader) Setup(ctx context.Context) error {
 	if !ok {
 		return fmt.Errorf("s3io: framer %q is not registered in this worker's binary; register it in an init function, not in main", fn.Cfg.Framer)
 	}
-	fn.newFramer = f
+	fn.newFramer, fn.resumable = f, resumesAtOffset(fn.Cfg.Framer)
 	fn.pool = fetch.NewPool(fn.Cfg.fetchBudget())
 	c, err := newClient(ctx, fn.Cfg)
 	fn.client = c
@@ -106,7 +109,7 @@ func (fn *reader) CreateTracker(r restriction) *sdf.LockRTracker {
 // next objects are decoded while the current one is emitted; whatever a split takes away is
 // cancelled and dropped unemitted. Returning an error fails the bundle; the runner retries it
 // from the restriction, never from a position already handed to a residual.
-func (fn *reader) process(ctx context.Context, rt *sdf.LockRTracker, d SplitDescriptor, sink func(m int, idx int64, rec []byte), fail func(Failure)) error {
+func (fn *reader) process(ctx context.Context, rt *sdf.LockRTracker, d SplitDescriptor, sink func(m int, idx int64, entry string, rec []byte), fail func(Failure)) error {
 	rest := rt.GetRestriction().(restriction)
 	if err := rest.valid(len(d.Members)); err != nil {
 		return fmt.Errorf("%w (split %s)", err, d.ID)
@@ -167,7 +170,7 @@ func (fn *reader) quarantine(ctx context.Context, d SplitDescriptor, m int, firs
 
 // readMember hands sink the records of mr from index first on (which the caller claimed),
 // claiming each later one. It reports whether a claim failed.
-func (fn *reader) readMember(ctx context.Context, rt *sdf.LockRTracker, d SplitDescriptor, rd *restrictionRead, mr *memberRead, first int64, sink func(int, int64, []byte)) (stopped bool, err error) {
+func (fn *reader) readMember(ctx context.Context, rt *sdf.LockRTracker, d SplitDescriptor, rd *restrictionRead, mr *memberRead, first int64, sink func(int, int64, string, []byte)) (stopped bool, err error) {
 	m := mr.m
 	idx, emitted, skipped := mr.idx0, int64(0), int64(0)
 	defer func() {
@@ -191,11 +194,14 @@ func (fn *reader) readMember(ctx context.Context, rt *sdf.LockRTracker, d SplitD
 			}
 			if idx > first {
 				claim.Index, claim.end, claim.storedBytes = idx, b.Ends[i], b.Consumed
+				if !fn.resumable {
+					claim.end = -1
+				}
 				if !rt.TryClaim(claim) {
 					return true, nil
 				}
 			}
-			sink(m, idx, rec)
+			sink(m, idx, b.Entries[i], rec)
 			emitted++
 			idx++
 		}
@@ -217,14 +223,14 @@ func (fn *reader) readMember(ctx context.Context, rt *sdf.LockRTracker, d SplitD
 type readFn struct{ reader }
 
 func (fn *readFn) ProcessElement(ctx context.Context, rt *sdf.LockRTracker, d SplitDescriptor, emit func([]byte), fail func(Failure)) error {
-	return fn.process(ctx, rt, d, func(_ int, _ int64, rec []byte) { emit(rec) }, fail)
+	return fn.process(ctx, rt, d, func(_ int, _ int64, _ string, rec []byte) { emit(rec) }, fail)
 }
 
 // readPositionsFn emits each record with its identity.
 type readPositionsFn struct{ reader }
 
 func (fn *readPositionsFn) ProcessElement(ctx context.Context, rt *sdf.LockRTracker, d SplitDescriptor, emit func(Record), fail func(Failure)) error {
-	return fn.process(ctx, rt, d, func(m int, idx int64, rec []byte) {
-		emit(Record{SplitID: d.ID, Key: d.Members[m].Key, Member: m, Index: idx, Data: rec})
+	return fn.process(ctx, rt, d, func(m int, idx int64, entry string, rec []byte) {
+		emit(Record{SplitID: d.ID, Key: d.Members[m].Key, Member: m, Index: idx, Entry: entry, Data: rec})
 	}, fail)
 }

@@ -254,3 +254,17 @@ func (f *Fetcher) Close() {
 	}
 	f.wg.Wait()
 }
+
+// ReadRange reads the bytes [from, to) of of's object with one pinned GET outside the
+// part plan, counted with the fetcher's requests and cancelled with the object: a zip's
+// central directory, read from the tail before the entries stream from the front.
+func (of *ObjectFetch) ReadRange(from, to int64) ([]byte, error) {
+	r := of.f.gets.Open(of.ctx, of.obj, from, to)
+	defer of.f.account(r)
+	defer r.Close()
+	buf := make([]byte, to-from)
+	if err := r.readFull(buf); err != nil {
+		return nil, err
+	}
+	return buf, nil
+}
