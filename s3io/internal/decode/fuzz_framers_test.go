@@ -233,3 +233,32 @@ func checkAgainstEncodingJSON(t *testing.T, data []byte) {
 		}
 	}
 }
+
+// TestStringSpecial checks the word-at-a-time scan against a byte-at-a-time one, for every
+// byte value at every position of every length up to 40.
+func TestStringSpecial(t *testing.T) {
+	ref := func(data []byte, i int) int {
+		for ; i < len(data); i++ {
+			if data[i] < 0x20 || data[i] == '"' || data[i] == '\\' {
+				return i
+			}
+		}
+		return len(data)
+	}
+	for n := 0; n <= 40; n++ {
+		for pos := 0; pos < n; pos++ {
+			for c := 0; c < 256; c++ {
+				data := bytes.Repeat([]byte{'a'}, n)
+				data[pos] = byte(c)
+				if pos+1 < n {
+					data[pos+1] = byte(255 - c) // a second byte, to catch borrows
+				}
+				for start := 0; start <= pos; start += 3 {
+					if got, want := stringSpecial(data, start), ref(data, start); got != want {
+						t.Fatalf("stringSpecial(%q, %d) = %d, want %d", data, start, got, want)
+					}
+				}
+			}
+		}
+	}
+}
