@@ -40,8 +40,9 @@ func skipBOM(data []byte, atEOF bool) int {
 //     ',', CR, LF or the end of the object is not an error: the field goes on as an unquoted
 //     one (a later quote in it is an ordinary byte). A record is therefore never refused for
 //     its quoting, except for the one error below.
-//   - A UTF-8 byte order mark at the very start of the stream is skipped (Excel writes one);
-//     it is not part of the first record.
+//   - A UTF-8 byte order mark in the first bytes the framer sees is skipped (Excel writes
+//     one); it is not part of the first record. A framer resumed mid-object would skip one
+//     there too, but no record starts with a BOM in practice.
 //   - An object that ends inside a quoted field fails with an error wrapping
 //     ErrTruncatedRecord that names the byte where the field's quote opened. Byte offsets
 //     count from where the framer started, which is the object's first byte unless the
@@ -66,6 +67,9 @@ type csvFramer struct {
 	quoteAt int  // offset in the record of the quote that opened that field
 }
 
+// Frame finds the end of the record data starts with by jumping from LF to LF and from
+// quote to quote with bytes.IndexByte, and looks at single bytes only around quotes: a CSV
+// record of ordinary fields then costs two vectorized scans.
 func (f *csvFramer) Frame(data []byte, atEOF bool) (int, []byte, error) {
 	if !f.started {
 		n := skipBOM(data, atEOF)

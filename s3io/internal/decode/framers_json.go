@@ -17,8 +17,8 @@ import (
 // object's closing brace, are skipped however large they are: the framer consumes them as
 // it scans, so they need not fit in a buffer. An object without an array-valued member
 // yields no records. The object may hold several top-level values one after another (as
-// concatenated documents do), each read the same way. A UTF-8 byte order mark at the very
-// start of the stream is skipped.
+// concatenated documents do), each read the same way. A UTF-8 byte order mark at the start
+// of the stream is skipped, as the csv framer skips it.
 //
 // The framer checks the structure as it goes, so that a damaged object fails instead of
 // yielding wrong records: brackets and braces balanced and matched by kind, ':' and ','
@@ -148,6 +148,9 @@ func specialBytes(x uint64) uint64 {
 	return (((y - 0x21*lsb) &^ y) | ((b - lsb) &^ b)) & msb
 }
 
+// Frame scans from where the last call stopped. Before a record it consumes what precedes
+// the record on its own (a ',' and whitespace), so that the record starts the next call's
+// data and the reader's offset for it is its first byte.
 func (f *jsonArrayFramer) Frame(data []byte, atEOF bool) (int, []byte, error) {
 	if !f.started {
 		n := skipBOM(data, atEOF)

@@ -219,6 +219,20 @@ func TestFrameJSONArrayResumesScan(t *testing.T) {
 	if err != nil || !reflect.DeepEqual(got, []string{`"z"`}) {
 		t.Fatalf("rest: %q, %v", got, err)
 	}
+
+	// Bytes already scanned are not looked at again: changing them between calls (which a
+	// reader never does) shows where the scan resumed. Rescanned from its start, the second
+	// data would hold the number 12345.
+	f = &jsonArrayFramer{}
+	if adv, rec, err := f.Frame([]byte(`["abcd`), false); adv != 1 || rec != nil || err != nil {
+		t.Fatalf("prefix: %d, %q, %v", adv, rec, err)
+	}
+	if adv, rec, err := f.Frame([]byte(`"abcd`), false); adv != 0 || rec != nil || err != nil {
+		t.Fatalf("first part: %d, %q, %v", adv, rec, err)
+	}
+	if adv, rec, err := f.Frame([]byte(`12345"]`), false); adv != 6 || string(rec) != `12345"` || err != nil {
+		t.Fatalf("resumed: %d, %q, %v; want the scan to go on from byte 5", adv, rec, err)
+	}
 }
 
 // cloudTrailRecord returns an event shaped like CloudTrail's, about 1 KiB.
