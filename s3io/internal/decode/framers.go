@@ -26,10 +26,26 @@ var ErrTruncatedRecord = errors.New("s3io: object ends inside a record")
 // Builtins returns the constructors of the built-in framers by name.
 func Builtins() map[string]func() Framer {
 	return map[string]func() Framer{
-		"lines":  func() Framer { return FramerFunc(FrameLines) },
-		"ndjson": func() Framer { return FramerFunc(FrameNDJSON) },
-		"u32be":  func() Framer { return FramerFunc(FrameU32BE) },
+		"lines":      func() Framer { return FramerFunc(FrameLines) },
+		"ndjson":     func() Framer { return FramerFunc(FrameNDJSON) },
+		"u32be":      func() Framer { return FramerFunc(FrameU32BE) },
+		"csv":        NewCSVFramer,
+		"json-array": NewJSONArrayFramer,
 	}
+}
+
+// ResumableAtOffset reports whether a fresh built-in framer named name, started at a record
+// boundary given only as a byte offset, frames the rest of the object as one started at the
+// object's first byte would: its state between records is empty. Such a read can resume
+// where an earlier one stopped; any other must re-frame from the object's start and skip
+// the records already emitted. json-array is not resumable: at a record boundary it is
+// inside the top-level array, which a fresh framer cannot know.
+func ResumableAtOffset(name string) bool {
+	switch name {
+	case "lines", "ndjson", "u32be", "csv":
+		return true
+	}
+	return false
 }
 
 // FrameLines yields LF-terminated lines without the LF and without one trailing CR, as
