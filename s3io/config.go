@@ -114,7 +114,13 @@ type Config struct {
 	// https://bucket.endpoint, as most S3-compatible servers need.
 	UsePathStyle bool
 	// Framer names the registered RecordFramer that cuts decompressed bytes into records:
-	// "lines" (default), "ndjson", "u32be", or one added with RegisterFramer.
+	// "lines" (default; LF-terminated, one CR before the LF dropped), "ndjson" (lines
+	// without blank ones), "u32be" (4-byte big-endian length prefixes), "csv" (RFC 4180
+	// records, raw: quoted fields may hold commas, "" and newlines; empty lines skipped),
+	// "json-array" (each element of a top-level JSON array, or of a top-level object's first
+	// array member such as CloudTrail's "Records", as raw JSON; malformed JSON is corrupt),
+	// or one added with RegisterFramer. Only lines and ndjson let a large object be read as
+	// parallel segments; json-array's residuals re-frame their member from its start.
 	Framer string
 	// Compression is CompressionAuto (default), CompressionNone (the stored bytes are the
 	// records) or one codec for every object.

@@ -28,7 +28,7 @@ func TestConfigValidate(t *testing.T) {
 		{"bucket ends with hyphen", s3io.Config{Bucket: "logs-"}, "Config.Bucket"},
 		{"endpoint without scheme", s3io.Config{Bucket: "logs", Endpoint: "127.0.0.1:9000"}, "Config.Endpoint"},
 		{"endpoint ftp", s3io.Config{Bucket: "logs", Endpoint: "ftp://host"}, "Config.Endpoint"},
-		{"unknown framer", s3io.Config{Bucket: "logs", Framer: "csv"}, "Config.Framer"},
+		{"unknown framer", s3io.Config{Bucket: "logs", Framer: "xml"}, "Config.Framer"},
 		{"unknown compression", s3io.Config{Bucket: "logs", Compression: "lzma"}, "Config.Compression"},
 		{"decoder window too large", s3io.Config{Bucket: "logs", MaxDecoderWindowBytes: 4 << 30}, "Config.MaxDecoderWindowBytes"},
 		{"negative header records", s3io.Config{Bucket: "logs", SkipHeaderRecords: -1}, "Config.SkipHeaderRecords"},

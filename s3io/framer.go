@@ -20,8 +20,10 @@ import (
 //
 // rec must be a sub-slice of data or a fresh allocation: s3io emits it without copying and
 // never writes to those bytes again, so downstream DoFns may keep it. Frame must not retain
-// data. A RecordFramer is used by one goroutine on one object at a time, so it may hold
-// per-object state; the constructor given to RegisterFramer makes one per object.
+// data. A RecordFramer is used by one goroutine on one object (or archive entry) at a time,
+// and the constructor given to RegisterFramer makes one per object. It must be able to start
+// at any record boundary: a residual of a split resumes framing at the byte offset where
+// the primary's last record ended, with a new framer.
 type RecordFramer interface {
 	Frame(data []byte, atEOF bool) (advance int, record []byte, err error)
 }
@@ -70,8 +72,13 @@ func selfSynchronizing(name string) bool { return name == "lines" || name == "nd
 // residual resumes there: its state between records is empty. json-array's is not (it must
 // know it is inside the top-level array), so a residual of a json-array member re-frames it
 // from its start and skips the records before its first. A registered framer must be able
-// to start at any record boundary, as the built-in line framers can.
-func resumesAtOffset(name string) bool { return name != "json-array" }
+// to start at any record boundary, as RecordFramer documents.
+func resumesAtOffset(name string) bool {
+	if _, builtin := decode.Builtins()[name]; builtin {
+		return decode.ResumableAtOffset(name)
+	}
+	return true
+}
 
 func lookupFramer(name string) (func() RecordFramer, bool) {
 	framers.RLock()
