@@ -28,17 +28,26 @@ type resumeFixture struct {
 // newResumeFixture stores n lines of varied lengths, encoded by enc, as key.
 func newResumeFixture(t *testing.T, key string, n int, enc func([]byte) []byte, cfg Config) *resumeFixture {
 	t.Helper()
-	f := &resumeFixture{srv: s3test.New(t), key: key}
-	f.srv.CreateBucket(t, "resume")
 	rng := rand.New(rand.NewPCG(uint64(n), 7))
 	var plain bytes.Buffer
+	var recs []string
+	var ends []int64
 	for i := 0; i < n; i++ {
 		r := fmt.Sprintf("record-%05d-%s", i, strings.Repeat("x", rng.IntN(300)))
 		plain.WriteString(r + "\n")
-		f.recs = append(f.recs, r)
-		f.ends = append(f.ends, int64(plain.Len()))
+		recs = append(recs, r)
+		ends = append(ends, int64(plain.Len()))
 	}
-	data := enc(plain.Bytes())
+	f := newObjectFixture(t, key, enc(plain.Bytes()), recs, cfg)
+	f.ends = ends
+	return f
+}
+
+// newObjectFixture stores data, which holds recs, as key.
+func newObjectFixture(t *testing.T, key string, data []byte, recs []string, cfg Config) *resumeFixture {
+	t.Helper()
+	f := &resumeFixture{srv: s3test.New(t), key: key, recs: recs}
+	f.srv.CreateBucket(t, "resume")
 	etag := f.srv.Put(t, "resume", key, data)
 	members := []Member{{Key: key, Size: int64(len(data)), ETag: etag}}
 	f.desc = SplitDescriptor{ID: splitID("resume", members), Bucket: "resume", Members: members}

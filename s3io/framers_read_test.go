@@ -1,0 +1,135 @@
+package s3io
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/sdf"
+
+	"github.com/spate-io/beam-s3/internal/s3test"
+)
+
+// csvFixture returns n CSV records with quoted commas, "" quotes, LF and CRLF inside quoted
+// fields, CRLF line ends and a header, as one object, and its records (header excluded).
+func csvFixture(n int) (data []byte, recs []string) {
+	rng := rand.New(rand.NewPCG(uint64(n), 19))
+	var b bytes.Buffer
+	b.WriteString("id,comment,height\r\n")
+	for i := range n {
+		var rec string
+		switch i % 4 {
+		case 0:
+			rec = fmt.Sprintf(`%d,"plain, with a comma",5'11"`, i)
+		case 1:
+			rec = fmt.Sprintf("%d,\"two\nlines and a \"\"quote\"\"\",%d", i, rng.IntN(200))
+		case 2:
+			rec = fmt.Sprintf("%d,\"crlf\r\ninside %s\",", i, strings.Repeat("y", rng.IntN(200)))
+		default:
+			rec = fmt.Sprintf("%d,unquoted %s,180", i, strings.Repeat("z", rng.IntN(300)))
+		}
+		b.WriteString(rec + "\r\n")
+		recs = append(recs, rec)
+	}
+	return b.Bytes(), recs
+}
+
+// cloudTrailFixture returns n CloudTrail-shaped events as one {"Records":[…]} document.
+func cloudTrailFixture(n int) (doc []byte, recs []string) {
+	var b bytes.Buffer
+	b.WriteString(`{"Records": [` + "\n")
+	for i := range n {
+		ev := fmt.Sprintf(`{"eventVersion":"1.08","userIdentity":{"type":"AssumedRole","arn":"arn:aws:sts::123456789012:assumed-role/r/%d"},"eventTime":"2026-12-01T10:%02d:00Z","eventName":"GetObject","requestParameters":{"bucketName":"b","key":"k\"%d\\n"},"resources":[{"ARN":"arn:aws:s3:::b/k"}],"readOnly":true,"n":%d.5e3}`, i, i%60, i, i)
+		if i > 0 {
+			b.WriteString(",\n  ")
+		}
+		b.WriteString(ev)
+		recs = append(recs, ev)
+	}
+	b.WriteString("\n]}\n")
+	return b.Bytes(), recs
+}
+
+// A csv object, through a checkpoint and a fractional split inside it, is read exactly: each
+// record once, raw, with its quoted newlines, and the header dropped. The residual resumes
+// at the last record's byte offset (csv holds no state between records).
+func TestCSVThroughSplits(t *testing.T) {
+	data, recs := csvFixture(4000)
+	for _, tc := range []struct {
+		name string
+		enc  func([]byte) []byte
+	}{{"people.csv", identity}, {"people.csv.gz", gzipEnc}} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newObjectFixture(t, tc.name, tc.enc(data), recs, Config{Framer: "csv", SkipHeaderRecords: 1})
+			if got := f.run(t, fullRestriction(f.desc), nil); !slices.Equal(got, recs) {
+				t.Fatalf("whole read: %d records, want %d in order", len(got), len(recs))
+			}
+			for _, fraction := range []float64{0, 0.5} {
+				var residual restriction
+				primary := f.run(t, fullRestriction(f.desc), func(rt *sdf.LockRTracker, n int) {
+					if n == 1111 {
+						_, r, err := rt.TrySplit(fraction)
+						if err != nil || r == nil {
+							t.Fatalf("TrySplit(%v) = %v, %v", fraction, r, err)
+						}
+						residual = r.(restriction)
+					}
+				})
+				if !residual.Resume.known() || residual.Resume.Index != 1111 {
+					t.Fatalf("split %v: residual resume %+v, want a hint at record 1111", fraction, residual.Resume)
+				}
+				rest := f.run(t, residual, nil)
+				if got := append(primary, rest...); !slices.Equal(got, recs) {
+					t.Fatalf("split %v: primary %d + residual %d records, want the %d in order", fraction, len(primary), len(rest), len(recs))
+				}
+			}
+		})
+	}
+}
+
+// A CloudTrail-shaped .json.gz is read as its events, exactly, and through a checkpoint: the
+// residual carries no byte hint and re-frames the object, skipping what the primary emitted.
+func TestJSONArrayCloudTrail(t *testing.T) {
+	doc, recs := cloudTrailFixture(3000)
+	for i, r := range recs {
+		if !json.Valid([]byte(r)) {
+			t.Fatalf("fixture event %d is not JSON: %s", i, r)
+		}
+	}
+	f := newObjectFixture(t, "AWSLogs/123456789012/CloudTrail/eu-west-1/2026/12/01/trail.json.gz", s3test.Gzip(string(doc)), recs, Config{Framer: "json-array"})
+	if got := f.run(t, fullRestriction(f.desc), nil); !slices.Equal(got, recs) {
+		t.Fatalf("whole read: %d records, want %d in order", len(got), len(recs))
+	}
+	var residual restriction
+	primary := f.run(t, fullRestriction(f.desc), checkpointAfter(t, 777, &residual))
+	if residual.Resume.known() || residual.Start.Index != 777 {
+		t.Fatalf("residual %+v: want a start at record 777 and no byte hint", residual)
+	}
+	rest := f.run(t, residual, nil)
+	if got := append(primary, rest...); !slices.Equal(got, recs) {
+		t.Fatalf("primary %d + residual %d records, want the %d in order", len(primary), len(rest), len(recs))
+	}
+}
+
+// Malformed JSON fails its object as corrupt, naming the byte offset; the records before it
+// were emitted.
+func TestJSONArrayMalformedIsCorrupt(t *testing.T) {
+	doc := []byte(`{"Records":[{"a":1},{"b":2} {"c":3}]}`)
+	f := newObjectFixture(t, "bad.json", doc, nil, Config{Framer: "json-array"})
+	rt := f.fn.CreateTracker(fullRestriction(f.desc))
+	var got []string
+	var failures []Failure
+	err := f.fn.process(t.Context(), rt, f.desc, func(_ int, _ int64, _ string, rec []byte) { got = append(got, string(rec)) },
+		func(fl Failure) { failures = append(failures, fl) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(got, []string{`{"a":1}`, `{"b":2}`}) || len(failures) != 1 || failures[0].Reason != ReasonCorrupt ||
+		failures[0].Index != 2 || !strings.Contains(failures[0].Message, "at byte 27") {
+		t.Fatalf("records %q, failures %+v: want the first two, then one corrupt failure at record 2 naming byte 27", got, failures)
+	}
+}
