@@ -46,8 +46,8 @@ const (
 	// gigabytes.
 	defaultMaxDecoderWindowBytes = 128 << 20
 	maxDecoderWindowLimit        = 2 << 30
-	defaultMaxAttempts      = 8
-	defaultReadTimeout      = time.Minute
+	defaultMaxAttempts           = 8
+	defaultReadTimeout           = time.Minute
 	// defaultReadBufferBytes, defaultPartBytes and defaultMaxRequestsInFlight were chosen by
 	// measurement through a proxy that adds 30 ms per request and paces each connection to
 	// 90 MB/s, as S3 does (README, "Performance"): enough parts in flight to hide the
