@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 
 	"github.com/andybalholm/brotli"
 	"github.com/klauspost/compress/flate"
@@ -54,7 +55,11 @@ func (d *Decompressors) maxWindow() int64 {
 func windowError(what string, asked, limit int64) error {
 	size := "a larger window"
 	if asked > 0 {
-		size = "a " + sizeString(asked) + " window"
+		n := sizeString(asked)
+		size = "a " + n + " window"
+		if n[0] == '8' || strings.HasPrefix(n, "11 ") || strings.HasPrefix(n, "18 ") {
+			size = "an " + n + " window"
+		}
 	}
 	return fmt.Errorf("%w: the %s asks for %s, above Config.MaxDecoderWindowBytes (%s); raise it (up to 2 GiB) if the workers have the memory",
 		ErrUnsupported, what, size, sizeString(limit))
