@@ -315,7 +315,6 @@ func TestCodecsUnsupportedFormats(t *testing.T) {
 	}
 }
 
-
 // zstdFrameHeader crafts a zstd frame that asks for window (a power of two, ≥ 1 KiB),
 // names dictionary dict if non-zero, and holds one empty raw block.
 func zstdFrameHeader(windowLog uint, dict byte) []byte {
@@ -335,8 +334,8 @@ func TestCodecsWindowLimit(t *testing.T) {
 	text := []byte(sampleText(25, 50_000))
 	small := zstdFrames(t, "a small frame first\n")
 	long28 := clitool.Run(t, text, "zstd", "--long=28", "-1", "-c") // stdin: the header asks for 256 MiB
-	xz6 := clitool.Run(t, text, "xz", "-6", "-c")                      // an 8 MiB dictionary
-	xz0 := clitool.Run(t, text, "xz", "-0", "-c")                      // 256 KiB
+	xz6 := clitool.Run(t, text, "xz", "-6", "-c")                   // an 8 MiB dictionary
+	xz0 := clitool.Run(t, text, "xz", "-0", "-c")                   // 256 KiB
 	br24 := clitool.Run(t, text, "brotli", "-q", "5", "-w", "24", "-c")
 	brLarge := clitool.Run(t, text, "brotli", "-q", "5", "--large_window=28", "-c")
 	brLarge26 := clitool.Run(t, text, "brotli", "-q", "5", "--large_window=26", "-c")
