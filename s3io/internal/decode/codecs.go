@@ -18,8 +18,8 @@ import (
 	"github.com/therootcompany/xz"
 )
 
-// The libraries, chosen by decode speed over objects the command-line tools wrote (see
-// internal/codeccompare and docs/performance.md):
+// The libraries, chosen by decode speed over objects the command-line tools wrote (the
+// module internal/codeccompare measures them) and by upkeep:
 //
 //   - bzip2: the standard library. It reads concatenated streams (pbzip2, lbzip2, cat a.bz2
 //     b.bz2) to the end; github.com/dsnet/compress was within 5-20% and is unmaintained.
