@@ -174,7 +174,7 @@ func (d *Decompressors) openCodec(comp Compression, head []byte, stream io.Reade
 		d.sz.Reset(stream)
 		return &codecStream{r: d.sz, format: "snappy", src: fetched}, nil
 	case Zlib:
-		br := d.exactInput(stream)
+		br := d.buffered(stream)
 		// The reader reads the 2-byte header here; a failed NewReader returns no reader,
 		// a failed Reset leaves its reader to reuse.
 		var err error
@@ -194,7 +194,7 @@ func (d *Decompressors) openCodec(comp Compression, head []byte, stream io.Reade
 		}
 		return &codecStream{r: d.zl, format: "zlib", src: fetched, br: br}, nil
 	case Deflate:
-		br := d.exactInput(stream)
+		br := d.buffered(stream)
 		if d.fl == nil {
 			d.fl = flate.NewReader(br)
 		} else if err := d.fl.(flate.Resetter).Reset(br, nil); err != nil {
@@ -218,10 +218,10 @@ func (d *Decompressors) openCodec(comp Compression, head []byte, stream io.Reade
 	return stream, nil
 }
 
-// exactInput is a buffered reader of stream that zlib and flate read byte by byte (they
-// take an io.ByteReader as it is), so that they stop at their stream's end and what follows
-// is seen. Its buffer is kept for the next object.
-func (d *Decompressors) exactInput(stream io.Reader) *bufio.Reader {
+// buffered is a buffered reader of stream, its buffer kept for the next object. zlib and
+// flate read it byte by byte (they take an io.ByteReader as it is), so that they stop at
+// their stream's end and what follows is seen.
+func (d *Decompressors) buffered(stream io.Reader) *bufio.Reader {
 	if d.bufr == nil {
 		d.bufr = bufio.NewReaderSize(stream, 64<<10)
 	} else {

@@ -40,7 +40,7 @@ type Decompressors struct {
 	zl    io.ReadCloser // a zlib.Resetter
 	fl    io.ReadCloser // a flate.Resetter
 	br    *brotli.Reader
-	bufr  *bufio.Reader // zlib's and flate's input, see exactInput
+	bufr  *bufio.Reader // zlib's, flate's and zstd's input, see buffered
 	src   source        // the current object's bytes
 }
 
@@ -120,8 +120,10 @@ func (d *Decompressors) Open(mode Compression, key string, src io.Reader) (io.Re
 			}
 			d.zsMax = limit
 		}
+		// The decoder reads block headers 3 bytes at a time: a buffer spares those reads
+		// the walk through the walker, sniff's reader and source.
 		d.zw.reset(stream, limit)
-		if err := d.zs.Reset(&d.zw); err != nil {
+		if err := d.zs.Reset(d.buffered(&d.zw)); err != nil {
 			return nil, comp, decodeError("zstd", err, fetched)
 		}
 		return zstdStream{d.zs, fetched, &d.zw}, comp, nil
