@@ -3,14 +3,18 @@ module github.com/spate-io/beam-s3
 go 1.26.0
 
 require (
+	github.com/andybalholm/brotli v1.3.0
 	github.com/apache/beam/sdks/v2 v2.75.0
 	github.com/aws/aws-sdk-go-v2 v1.48.0
 	github.com/aws/aws-sdk-go-v2/config v1.33.18
 	github.com/aws/aws-sdk-go-v2/credentials v1.21.0
 	github.com/aws/aws-sdk-go-v2/service/s3 v1.114.10
 	github.com/aws/smithy-go v1.28.9
+	github.com/golang/snappy v1.0.0
 	github.com/johannesboyne/gofakes3 v1.2.0
 	github.com/klauspost/compress v1.20.4
+	github.com/pierrec/lz4/v4 v4.1.33
+	github.com/therootcompany/xz v1.0.1
 	golang.org/x/time v0.15.0
 	google.golang.org/protobuf v1.36.11
 )

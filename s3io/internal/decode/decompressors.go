@@ -1,29 +1,47 @@
 package decode
 
 import (
+	"bufio"
 	"errors"
 	"fmt"
 	"io"
 
+	"github.com/andybalholm/brotli"
 	"github.com/klauspost/compress/gzip"
+	"github.com/klauspost/compress/s2"
 	"github.com/klauspost/compress/zstd"
+	"github.com/pierrec/lz4/v4"
+	"github.com/therootcompany/xz"
 )
 
 // ErrCorrupt marks an object whose compressed bytes cannot be decoded.
 var ErrCorrupt = errors.New("s3io: corrupt compressed data")
 
-// zstdMaxWindow bounds the memory one zstd stream may ask for. 128 MiB admits everything
-// `zstd --long=27` and the default levels produce, while a corrupt or hostile frame header
-// cannot make a worker allocate gigabytes.
-const zstdMaxWindow = 128 << 20
-
-// Decompressors holds one gzip and one zstd decoder, reset per object: a zstd decoder's
-// buffers are the expensive part. It decodes one object at a time; a reader keeps a pool
-// of them, one per object being decoded at once.
+// Decompressors holds one decoder per codec (gzip, zstd, bzip2, xz, lz4, Snappy framing,
+// zlib, raw deflate, brotli), each made on first use and reset per object where its library
+// allows: a zstd decoder's buffers and an xz dictionary are the expensive part. It decodes
+// one object at a time; a reader keeps a pool of them, one per object being decoded at once.
 type Decompressors struct {
-	gz  *gzip.Reader
-	zs  *zstd.Decoder
-	src source // the current object's bytes
+	// MaxWindow bounds the window (history, dictionary) any decoder may allocate for one
+	// stream: zstd's window, xz's LZMA2 dictionary, a large-window brotli stream's. 0 means
+	// DefaultMaxWindow (128 MiB); it is capped at MaxWindowLimit (2 GiB). The caller sets
+	// it from Config.MaxDecoderWindowBytes before the first Open. A stream asking for more
+	// fails with an error wrapping ErrUnsupported that names the size it asks for.
+	MaxWindow int64
+
+	gz    *gzip.Reader
+	zs    *zstd.Decoder
+	zsMax int64 // the window bound zs was made with
+	zw    zstdWalker
+	xz    *xz.Reader
+	xzMax int64
+	lz    *lz4.Reader
+	sz    *s2.Reader
+	zl    io.ReadCloser // a zlib.Resetter
+	fl    io.ReadCloser // a flate.Resetter
+	br    *brotli.Reader
+	bufr  *bufio.Reader // zlib's, flate's and zstd's input, see buffered
+	src   source        // the current object's bytes
 }
 
 // source is the compressed stream of one object, as fetched: it keeps the first error the
@@ -47,12 +65,25 @@ func (s *source) Read(p []byte) (int, error) {
 // Open returns the decompressed stream of an object and the compression it found. An object
 // with no bytes is an empty stream whatever its name says: empty .gz files are common where
 // a log rotated idle.
+//
+// A format Detect refuses (IsUnsupported) fails with UnsupportedError before more is read;
+// so does a stream whose header asks for a window above MaxWindow, or a zstd frame that
+// needs a dictionary (errors wrapping ErrUnsupported). Tar and Zip are returned as they are,
+// with comp Tar or Zip: the caller reads the archive. Reading the stream fails with an error
+// wrapping ErrCorrupt when the bytes do not decode, are cut short (every codec's end is
+// checked: a truncated object is never a short, clean stream) or are followed by bytes the
+// format does not allow (xz stream padding, zstd skippable frames and further gzip members,
+// zstd frames, xz streams, bzip2 streams and lz4 frames are allowed); a failed fetch
+// surfaces as its own error.
 func (d *Decompressors) Open(mode Compression, key string, src io.Reader) (io.Reader, Compression, error) {
 	d.src = source{r: src}
 	fetched := &d.src
-	comp, stream, empty, err := sniff(mode, key, fetched)
+	comp, head, stream, empty, err := sniff(mode, key, fetched)
 	if err != nil || empty {
 		return stream, comp, err
+	}
+	if IsUnsupported(comp) {
+		return nil, comp, UnsupportedError(comp)
 	}
 	switch comp {
 	case Gzip:
@@ -71,26 +102,48 @@ func (d *Decompressors) Open(mode Compression, key string, src io.Reader) (io.Re
 		// parallel gzip) are read to the end, not just the first member.
 		return gzipStream{d.gz, fetched}, comp, nil
 	case Zstd:
-		if d.zs == nil {
-			d.zs, err = zstd.NewReader(nil, zstd.WithDecoderConcurrency(1), zstd.WithDecoderMaxWindow(zstdMaxWindow))
+		// The first frame's header is checked here, so that a window above the bound or a
+		// dictionary is refused by its size or id; a later frame's is refused by the
+		// decoder, which zstdStream classifies.
+		limit := d.maxWindow()
+		if err := zstdRefusal(head, limit); err != nil {
+			return nil, comp, err
+		}
+		if d.zs == nil || d.zsMax != limit {
+			if d.zs != nil {
+				d.zs.Close()
+			}
+			d.zs, err = zstd.NewReader(nil, zstd.WithDecoderConcurrency(1), zstd.WithDecoderMaxWindow(uint64(limit)))
 			if err != nil {
+				d.zs = nil
 				return nil, comp, err
 			}
+			d.zsMax = limit
 		}
-		if err := d.zs.Reset(stream); err != nil {
+		// The decoder reads block headers 3 bytes at a time: a buffer spares those reads
+		// the walk through the walker, sniff's reader and source.
+		d.zw.reset(stream, limit)
+		if err := d.zs.Reset(d.buffered(&d.zw)); err != nil {
 			return nil, comp, decodeError("zstd", err, fetched)
 		}
-		return zstdStream{d.zs, fetched}, comp, nil
+		return zstdStream{d.zs, fetched, &d.zw}, comp, nil
+	case Tar, Zip, None:
+		return stream, comp, nil
 	}
-	return stream, comp, nil
+	s, err := d.openCodec(comp, head, stream)
+	if err != nil {
+		return nil, comp, err
+	}
+	return s, comp, nil
 }
 
-// Close frees the zstd decoder's buffers; d can be used again.
+// Close frees the decoders' buffers; d can be used again.
 func (d *Decompressors) Close() {
 	if d.zs != nil {
 		d.zs.Close()
 		d.zs = nil
 	}
+	d.xz, d.lz, d.sz, d.zl, d.fl, d.br, d.bufr = nil, nil, nil, nil, nil, nil, nil
 }
 
 // corruptError is err marked as the corruption of a format's stream.
@@ -99,7 +152,8 @@ func corruptError(format string, err error) error {
 }
 
 // gzipStream and zstdStream mark decoding errors as corruption. A truncated stream is
-// corrupt too: its decoder reports io.ErrUnexpectedEOF.
+// corrupt too: its decoder reports io.ErrUnexpectedEOF. zstdStream reports a frame header
+// its walker refused (a window above the bound, a dictionary) as that ErrUnsupported error.
 type gzipStream struct {
 	r   *gzip.Reader
 	src *source
@@ -113,10 +167,19 @@ func (s gzipStream) Read(p []byte) (int, error) {
 type zstdStream struct {
 	r   *zstd.Decoder
 	src *source
+	w   *zstdWalker
 }
 
 func (s zstdStream) Read(p []byte) (int, error) {
 	n, err := s.r.Read(p)
+	if err != nil && err != io.EOF && s.src.err == nil {
+		if s.w.err != nil {
+			return n, s.w.err // a frame header the walker refused
+		}
+		if r := zstdUnknownDict(err); r != nil {
+			return n, r
+		}
+	}
 	return n, decodeError("zstd", err, s.src)
 }
 

@@ -234,17 +234,18 @@ func isZstdSkippable(head []byte) bool {
 }
 
 // sniff reads the first bytes of src and decides how the object key is decoded under mode.
-// It returns a stream of all of src's bytes, the ones read included, and whether src is
-// empty. The planner's probe (Detect on the first MagicLen bytes) and the reader's decoding
-// decide alike, so they cannot disagree on what an object holds.
-func sniff(mode Compression, key string, src io.Reader) (comp Compression, stream io.Reader, empty bool, err error) {
-	head := make([]byte, MagicLen)
+// It returns the bytes read (head), a stream of all of src's bytes, the ones read included,
+// and whether src is empty. The planner's probe (Detect on the first MagicLen bytes) and the
+// reader's decoding decide alike, so they cannot disagree on what an object holds.
+func sniff(mode Compression, key string, src io.Reader) (comp Compression, head []byte, stream io.Reader, empty bool, err error) {
+	head = make([]byte, MagicLen)
 	n, err := io.ReadFull(src, head)
 	switch {
 	case err == io.EOF:
-		return None, bytes.NewReader(nil), true, nil
+		return None, nil, bytes.NewReader(nil), true, nil
 	case err != nil && err != io.ErrUnexpectedEOF:
-		return "", nil, false, err
+		return "", nil, nil, false, err
 	}
-	return Detect(mode, key, head[:n]), io.MultiReader(bytes.NewReader(head[:n]), src), false, nil
+	head = head[:n]
+	return Detect(mode, key, head), head, io.MultiReader(bytes.NewReader(head), src), false, nil
 }

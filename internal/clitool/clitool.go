@@ -1,0 +1,102 @@
+// Package clitool runs the command-line compressors (gzip, bzip2, xz, lz4, zstd, brotli, …)
+// for tests, so that the objects a test reads are the bytes the real tools write rather
+// than what a Go encoder makes of the same format. It is test support: a missing tool
+// fails the test (naming the Debian package that installs it), never skips it, so a CI
+// image without the tools cannot pass by reading nothing.
+package clitool
+
+import (
+	"bytes"
+	"errors"
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+)
+
+// packages names the Debian package of each tool the tests use.
+var packages = map[string]string{
+	"gzip":     "gzip",
+	"pigz":     "pigz",
+	"bgzip":    "tabix",
+	"bzip2":    "bzip2",
+	"lbzip2":   "lbzip2",
+	"pbzip2":   "pbzip2",
+	"xz":       "xz-utils",
+	"lz4":      "lz4",
+	"zstd":     "zstd",
+	"brotli":   "brotli",
+	"zip":      "zip",
+	"7z":       "p7zip-full (or 7zip)",
+	"compress": "ncompress",
+	"lzip":     "lzip",
+	"python3":  "python3",
+}
+
+// Package names the Debian package that installs tool, or "" if this package does not know.
+func Package(tool string) string { return packages[tool] }
+
+// Need fails t unless every tool is on PATH.
+func Need(t testing.TB, tools ...string) {
+	t.Helper()
+	var missing []string
+	for _, tool := range tools {
+		if _, err := exec.LookPath(tool); err != nil {
+			missing = append(missing, describe(tool))
+		}
+	}
+	if len(missing) > 0 {
+		t.Fatalf("command-line tools missing: %s; install them (apt-get install the package named); the test does not skip without them",
+			strings.Join(missing, ", "))
+	}
+}
+
+func describe(tool string) string {
+	if p := Package(tool); p != "" {
+		return tool + " (Debian package " + p + ")"
+	}
+	return tool
+}
+
+// Run runs name with args, stdin as its standard input, and returns its standard output.
+// It fails t if the tool is missing or exits non-zero, with the tool's standard error.
+func Run(t testing.TB, stdin []byte, name string, args ...string) []byte {
+	t.Helper()
+	out, err := run(stdin, "", name, args...)
+	if err != nil {
+		t.Fatalf("%v", err)
+	}
+	return out
+}
+
+// RunIn is Run with the working directory dir, for tools that write files (zip, 7z).
+func RunIn(t testing.TB, dir string, stdin []byte, name string, args ...string) []byte {
+	t.Helper()
+	out, err := run(stdin, dir, name, args...)
+	if err != nil {
+		t.Fatalf("%v", err)
+	}
+	return out
+}
+
+// Output is Run without a testing.TB, for benchmarks' and programs' set-up code.
+func Output(stdin []byte, name string, args ...string) ([]byte, error) {
+	return run(stdin, "", name, args...)
+}
+
+func run(stdin []byte, dir, name string, args ...string) ([]byte, error) {
+	path, err := exec.LookPath(name)
+	if err != nil {
+		return nil, errors.New("command-line tool " + describe(name) + " is not installed: " + err.Error())
+	}
+	cmd := exec.Command(path, args...)
+	cmd.Dir = dir
+	cmd.Stdin = bytes.NewReader(stdin)
+	cmd.Env = append(os.Environ(), "LC_ALL=C")
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		return nil, errors.New(name + " " + strings.Join(args, " ") + ": " + err.Error() + ": " + strings.TrimSpace(stderr.String()))
+	}
+	return stdout.Bytes(), nil
+}
