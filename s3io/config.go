@@ -44,8 +44,8 @@ const (
 	// defaultMaxDecoderWindowBytes admits what the codecs' default levels and `zstd
 	// --long=27` write, while a corrupt or hostile header cannot make a worker allocate
 	// gigabytes.
-	defaultMaxDecoderWindowBytes = 128 << 20
-	maxDecoderWindowLimit        = 2 << 30
+	defaultMaxDecoderWindowBytes = decode.DefaultMaxWindow
+	maxDecoderWindowLimit        = decode.MaxWindowLimit
 	defaultMaxAttempts           = 8
 	defaultReadTimeout           = time.Minute
 	// defaultReadBufferBytes, defaultPartBytes and defaultMaxRequestsInFlight were chosen by

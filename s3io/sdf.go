@@ -70,7 +70,7 @@ func (fn *reader) getDecoders() *decode.Decompressors {
 		fn.decs = fn.decs[:n-1]
 		return d
 	}
-	return &decode.Decompressors{}
+	return &decode.Decompressors{MaxWindow: fn.Cfg.MaxDecoderWindowBytes}
 }
 
 func (fn *reader) putDecoders(d *decode.Decompressors) {

@@ -505,4 +505,4 @@ func zip64HeaderOffset(hdr, extra []byte) int64 {
 }
 
 // inner returns a Decompressors for what an archive holds, with d's limits.
-func (d *Decompressors) inner() *Decompressors { return &Decompressors{} }
+func (d *Decompressors) inner() *Decompressors { return &Decompressors{MaxWindow: d.MaxWindow} }

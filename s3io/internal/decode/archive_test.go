@@ -6,30 +6,13 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 	"testing/iotest"
-)
 
-// run runs a command-line tool in dir with stdin and returns its stdout; a missing tool
-// fails the test: .ci/run installs every tool the tests use.
-func run(t *testing.T, dir string, stdin []byte, name string, args ...string) []byte {
-	t.Helper()
-	if _, err := exec.LookPath(name); err != nil {
-		t.Fatalf("%s is not installed (.ci/run installs it with apt-get): %v", name, err)
-	}
-	cmd := exec.Command(name, args...)
-	cmd.Dir = dir
-	cmd.Stdin = bytes.NewReader(stdin)
-	var out, errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	if err := cmd.Run(); err != nil {
-		t.Fatalf("%s %s: %v: %s", name, strings.Join(args, " "), err, errb.String())
-	}
-	return out.Bytes()
-}
+	"github.com/spate-io/beam-s3/internal/clitool"
+)
 
 // archiveFiles writes files into a fresh directory, in name order, and returns it.
 func archiveFiles(t *testing.T, files map[string]string) string {
@@ -105,16 +88,16 @@ var archiveWant = []entryRecord{{"a.txt", "a1"}, {"a.txt", "a2"}, {"b/c.txt", "c
 
 func TestTarEntries(t *testing.T) {
 	dir := archiveFiles(t, archiveInput)
-	tarball := run(t, dir, nil, "tar", append([]string{"-cf", "-"}, archiveOrder...)...)
+	tarball := clitool.RunIn(t, dir, nil, "tar", append([]string{"-cf", "-"}, archiveOrder...)...)
 	cases := []struct {
 		name, key string
 		data      []byte
 	}{
 		{"tar", "x.tar", tarball},
 		{"tar by magic", "x", tarball},
-		{"tar.gz", "x.tar.gz", run(t, dir, tarball, "gzip", "-c")},
-		{"tgz by magic", "x.bin", run(t, dir, tarball, "pigz", "-c")},
-		{"tar.zst", "x.tar.zst", run(t, dir, tarball, "zstd", "-c", "-q")},
+		{"tar.gz", "x.tar.gz", clitool.RunIn(t, dir, tarball, "gzip", "-c")},
+		{"tgz by magic", "x.bin", clitool.RunIn(t, dir, tarball, "pigz", "-c")},
+		{"tar.zst", "x.tar.zst", clitool.RunIn(t, dir, tarball, "zstd", "-c", "-q")},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -129,7 +112,7 @@ func TestTarEntries(t *testing.T) {
 		if err := os.Symlink("a.txt", filepath.Join(dir, "link")); err != nil {
 			t.Fatal(err)
 		}
-		data := run(t, dir, nil, "tar", "-cf", "-", "a.txt", "b", "link")
+		data := clitool.RunIn(t, dir, nil, "tar", "-cf", "-", "a.txt", "b", "link")
 		recs, _, err := readObject(t, Auto, "x.tar", data, 0)
 		if err != nil {
 			t.Fatal(err)
@@ -138,9 +121,9 @@ func TestTarEntries(t *testing.T) {
 	})
 	t.Run("entries decoded by their own names", func(t *testing.T) {
 		d2 := archiveFiles(t, nil)
-		os.WriteFile(filepath.Join(d2, "log.gz"), run(t, d2, []byte("g1\ng2\n"), "gzip", "-c"), 0o644)
-		os.WriteFile(filepath.Join(d2, "log.zst"), run(t, d2, []byte("z1\n"), "zstd", "-c", "-q"), 0o644)
-		data := run(t, d2, nil, "tar", "-cf", "-", "log.gz", "log.zst")
+		os.WriteFile(filepath.Join(d2, "log.gz"), clitool.RunIn(t, d2, []byte("g1\ng2\n"), "gzip", "-c"), 0o644)
+		os.WriteFile(filepath.Join(d2, "log.zst"), clitool.RunIn(t, d2, []byte("z1\n"), "zstd", "-c", "-q"), 0o644)
+		data := clitool.RunIn(t, d2, nil, "tar", "-cf", "-", "log.gz", "log.zst")
 		recs, _, err := readObject(t, Auto, "logs.tar", data, 0)
 		if err != nil {
 			t.Fatal(err)
@@ -167,7 +150,7 @@ func TestTarEntries(t *testing.T) {
 	t.Run("nested archive is unsupported", func(t *testing.T) {
 		d2 := archiveFiles(t, nil)
 		os.WriteFile(filepath.Join(d2, "inner.tar"), tarball, 0o644)
-		data := run(t, d2, nil, "tar", "-cf", "-", "inner.tar")
+		data := clitool.RunIn(t, d2, nil, "tar", "-cf", "-", "inner.tar")
 		recs, _, err := readObject(t, Auto, "outer.tar", data, 0)
 		if !errors.Is(err, ErrUnsupported) || len(recs) != 0 || !strings.Contains(err.Error(), `"inner.tar"`) {
 			t.Fatalf("records %v, err = %v; want none and ErrUnsupported naming the entry", recs, err)
@@ -179,7 +162,7 @@ func TestZipEntries(t *testing.T) {
 	dir := archiveFiles(t, archiveInput)
 	zipped := func(t *testing.T, args ...string) []byte {
 		os.Remove(filepath.Join(dir, "out.zip"))
-		run(t, dir, nil, "zip", append(append([]string{"-q", "-X"}, args...), append([]string{"out.zip"}, archiveOrder...)...)...)
+		clitool.RunIn(t, dir, nil, "zip", append(append([]string{"-q", "-X"}, args...), append([]string{"out.zip"}, archiveOrder...)...)...)
 		data, err := os.ReadFile(filepath.Join(dir, "out.zip"))
 		if err != nil {
 			t.Fatal(err)
@@ -201,7 +184,7 @@ func TestZipEntries(t *testing.T) {
 			data := zipped(t)
 			// The comment is the EOCD's last field; zip -z reads it from stdin.
 			os.WriteFile(filepath.Join(dir, "c.zip"), data, 0o644)
-			run(t, dir, []byte(strings.Repeat("comment ", 40)), "zip", "-q", "-z", "c.zip")
+			clitool.RunIn(t, dir, []byte(strings.Repeat("comment ", 40)), "zip", "-q", "-z", "c.zip")
 			data, _ = os.ReadFile(filepath.Join(dir, "c.zip"))
 			return data
 		}()},
@@ -220,7 +203,7 @@ func TestZipEntries(t *testing.T) {
 	}
 	t.Run("streamed zip with data descriptors", func(t *testing.T) {
 		// zip reading stdin writes one entry "-" with a data descriptor after its data.
-		data := run(t, dir, []byte("s1\ns2\n"), "zip", "-q", "-", "-")
+		data := clitool.RunIn(t, dir, []byte("s1\ns2\n"), "zip", "-q", "-", "-")
 		recs, _, err := readObject(t, Auto, "x.zip", data, 0)
 		if err != nil {
 			t.Fatal(err)
@@ -236,7 +219,7 @@ func TestZipEntries(t *testing.T) {
 			want = append(want, entryRecord{name, fmt.Sprintf("r%d", i)})
 		}
 		d2 := archiveFiles(t, many)
-		run(t, d2, nil, "zip", "-q", "-r", "-X", "out.zip", "dir")
+		clitool.RunIn(t, d2, nil, "zip", "-q", "-r", "-X", "out.zip", "dir")
 		data, _ := os.ReadFile(filepath.Join(d2, "out.zip"))
 		recs, gets, err := readObject(t, Auto, "many.zip", data, 0)
 		if err != nil {
@@ -290,7 +273,7 @@ func TestZipEntries(t *testing.T) {
 // hint does: the rest of the records, and nothing else, follow.
 func TestEntriesDiscard(t *testing.T) {
 	dir := archiveFiles(t, archiveInput)
-	tarball := run(t, dir, nil, "tar", append([]string{"-cf", "-"}, archiveOrder...)...)
+	tarball := clitool.RunIn(t, dir, nil, "tar", append([]string{"-cf", "-"}, archiveOrder...)...)
 	open := func() *RecordReader {
 		d := &Decompressors{}
 		entries, _, _, err := d.OpenEntries(Auto, ObjectInfo{Key: "x.tar", Size: int64(len(tarball))}, bytes.NewReader(tarball))
