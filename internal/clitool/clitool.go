@@ -100,3 +100,8 @@ func run(stdin []byte, dir, name string, args ...string) ([]byte, error) {
 	}
 	return stdout.Bytes(), nil
 }
+
+// OutputIn is Output with the working directory dir, for tools that read or write files.
+func OutputIn(dir string, stdin []byte, name string, args ...string) ([]byte, error) {
+	return run(stdin, dir, name, args...)
+}
