@@ -7,13 +7,21 @@
 //
 // # What it reads
 //
-// Objects are plain, gzip (every member of a multi-member file, as concatenated .gz files,
-// pigz and bgzip write) or zstd (every frame, windows up to 128 MiB), chosen by extension,
-// then by magic bytes, or fixed by Config.Compression. A framer cuts the decompressed bytes
-// into records: "lines" (the default), "ndjson", "u32be" (a 4-byte big-endian length before
-// each record), or one of your own registered with RegisterFramer. Config.Match,
-// Config.StartAfter and a LastModified window choose the keys in the planner, so nothing
-// left out is requested.
+// Objects are plain or compressed — gzip (every member, as concatenated .gz files, pigz and
+// bgzip write), zstd (every frame), bzip2 (every stream, as pbzip2 and lbzip2 write), xz,
+// the lz4 frame format, the Snappy framing format, zlib, raw deflate or brotli — chosen by
+// extension, then by magic bytes, or fixed by Config.Compression. Tar (stored or inside any
+// of those) and zip archives are read entry by entry, in archive order, the record index
+// running on across entries (Record.Entry names a record's entry). A format s3io does not
+// read (7z, rar, .Z, .lzma, lzip, a zstd dictionary, an encrypted zip entry, a decoder
+// window over Config.MaxDecoderWindowBytes) fails its object as ReasonUnsupported before a
+// record is framed: it is never read as if it were text. A framer cuts the decompressed
+// bytes into records: "lines" (the default), "ndjson", "csv" (RFC 4180 records, quoted
+// newlines included), "json-array" (the elements of a top-level JSON array, or of an object's
+// first array member such as CloudTrail's Records), "u32be" (a 4-byte big-endian length
+// before each record), or one of your own registered with RegisterFramer;
+// Config.SkipHeaderRecords drops a header. Config.Match, Config.StartAfter and a
+// LastModified window choose the keys in the planner, so nothing left out is requested.
 //
 // # Which transform
 //
