@@ -133,3 +133,26 @@ func TestJSONArrayMalformedIsCorrupt(t *testing.T) {
 		t.Fatalf("records %q, failures %+v: want the first two, then one corrupt failure at record 2 naming byte 27", got, failures)
 	}
 }
+
+// Config.MaxDecoderWindowBytes reaches the readers' decoders: a zstd frame asking for more
+// than it fails as unsupported, naming the window and the field, and emits nothing; the
+// default reads the same object.
+func TestMaxDecoderWindowBytes(t *testing.T) {
+	text, recs := s3test.NDJSON("window", 3000) // one single-segment frame: its window is its size
+	for _, limit := range []int64{64 << 10, 0} {
+		f := newObjectFixture(t, "w.ndjson.zst", s3test.Zstd(text), recs, Config{MaxDecoderWindowBytes: limit})
+		rt := f.fn.CreateTracker(fullRestriction(f.desc))
+		var got []string
+		var failures []Failure
+		if err := f.fn.process(t.Context(), rt, f.desc, func(_ int, _ int64, _ string, rec []byte) { got = append(got, string(rec)) },
+			func(fl Failure) { failures = append(failures, fl) }); err != nil {
+			t.Fatal(err)
+		}
+		switch {
+		case limit > 0 && (len(got) != 0 || len(failures) != 1 || failures[0].Reason != ReasonUnsupported || !strings.Contains(failures[0].Message, "MaxDecoderWindowBytes")):
+			t.Errorf("limit %d: %d records, failures %+v; want none and one unsupported failure naming MaxDecoderWindowBytes", limit, len(got), failures)
+		case limit == 0 && (!slices.Equal(got, recs) || len(failures) != 0):
+			t.Errorf("default limit: %d records, failures %+v; want the %d records", len(got), failures, len(recs))
+		}
+	}
+}
