@@ -122,8 +122,11 @@ func (d *Decompressors) openCodec(comp Compression, head []byte, stream io.Reade
 	case Bzip2:
 		// The standard library's reader has no Reset; it reads every concatenated stream
 		// (one per block from pbzip2) to the end, and each stream's end-of-stream marker
-		// and CRC, so a cut is an io.ErrUnexpectedEOF.
-		return &codecStream{r: bzip2.NewReader(stream), format: "bzip2", src: fetched}, nil
+		// and CRC, so a cut is an io.ErrUnexpectedEOF. Bytes after a stream's end that are
+		// not another stream's "BZh" header are corruption. It reads its input a byte at a
+		// time: given the reused buffer (an io.ByteReader), it takes it as it is rather
+		// than wrapping stream in a fresh 4 KiB bufio.Reader per object.
+		return &codecStream{r: bzip2.NewReader(d.buffered(stream)), format: "bzip2", src: fetched}, nil
 	case Xz:
 		limit := d.maxWindow()
 		if dict := xzFirstDict(head); dict > limit {
@@ -220,7 +223,8 @@ func (d *Decompressors) openCodec(comp Compression, head []byte, stream io.Reade
 
 // buffered is a buffered reader of stream, its buffer kept for the next object. zlib and
 // flate read it byte by byte (they take an io.ByteReader as it is), so that they stop at
-// their stream's end and what follows is seen.
+// their stream's end and what follows is seen; bzip2 reads it byte by byte too, and zstd
+// in small pieces.
 func (d *Decompressors) buffered(stream io.Reader) *bufio.Reader {
 	if d.bufr == nil {
 		d.bufr = bufio.NewReaderSize(stream, 64<<10)

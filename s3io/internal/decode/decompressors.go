@@ -40,7 +40,7 @@ type Decompressors struct {
 	zl    io.ReadCloser // a zlib.Resetter
 	fl    io.ReadCloser // a flate.Resetter
 	br    *brotli.Reader
-	bufr  *bufio.Reader // zlib's, flate's and zstd's input, see buffered
+	bufr  *bufio.Reader // zlib's, flate's, bzip2's and zstd's input, see buffered
 	src   source        // the current object's bytes
 }
 
