@@ -10,6 +10,9 @@
 //	go run ./cmd/s3io-bench --shape --small --rounds 3   # through a proxy shaped like S3, plus small objects
 //	go run ./cmd/s3io-bench --formats plain,gzip,zstd --variants s3io --rounds 1
 //	go run ./cmd/s3io-bench --size 32MiB --object-size 4MiB --rounds 1   # a quick check, as CI runs it
+//	go run ./cmd/s3io-bench --formats plain --codecs all,pbzip2 --variants s3io,lib --rounds 3   # per-codec rows
+//	go run ./cmd/s3io-bench --size 16MiB --formats plain --codecs all --codec-size 16MiB --object-size 4MiB \
+//		--rounds 1 --variants s3io,lib --retry-loaded 0   # the codec check CI runs (about a minute)
 //
 // --shape puts a proxy (internal/netshape) between the readers and the server that waits
 // 30 ms before each request and paces each response to 90 MB/s, and compares s3io through
@@ -25,11 +28,31 @@
 // --rounds rounds, and the report gives medians. Every run's record and byte counts are
 // checked against what was generated: the check column says "ok" or MISMATCH.
 //
+// --codecs NAME,... adds a prefix codec-NAME/ per codec, holding the first --codec-size
+// bytes (default 256 MiB) of plain/'s records in --object-size objects, each object written
+// by the codec's command-line tool at its default level, with the extension s3io's auto mode
+// detects it by: bzip2 (`bzip2 -c`, .bz2), pbzip2 (`pbzip2 -c`: one bzip2 stream per 900 kB
+// block, concatenated), lbzip2 (`lbzip2 -c`: one stream), xz (`xz -c -T1`, .xz), lz4 (`lz4
+// -c`, .lz4), snappy (no tool writes Snappy framing: klauspost/compress/s2's
+// s2.NewWriter(w, s2.WriterSnappyCompat()), .sz), zlib (`pigz -z -c`, .zz), deflate (raw
+// deflate from python3's zlib.compressobj(6, DEFLATED, -15), .deflate), brotli (`brotli -c
+// -q 9`, .br: the default quality 11 writes under 1 MB/s), gzip (`gzip -c`), zstd
+// (`zstd -c`) and plain (uncompressed). "all" is bzip2,xz,lz4,snappy,zlib,deflate,brotli.
+// The tools run GOMAXPROCS objects at a time, once: the prefixes are kept in --data-dir like
+// the rest. Codec prefixes are read by s3io and by the lib variant, the codec library's own
+// decode loop (the decoder s3io uses) without Beam: loop2's SDK GET loop over the same
+// objects from the same server, two objects fetched and decoded at once, newlines counted.
+// The Codecs table gives per codec s3io MB/s, lib MB/s and s3io ÷ lib beside the target
+// s3io ≥ 0.8 × lib (bzip2 family, xz), and for lz4 and snappy s3io ÷ s3io's read of the same
+// records uncompressed beside the target ≥ 0.8 (plain/ when --size equals --codec-size and
+// plain is in --formats, else a codec-plain/ copy added for it). Without --variants, lib
+// joins the default variants when --codecs is set; lib needs --codecs.
+//
 // Flags (-h lists them with their defaults): --size and --object-size (the dataset),
-// --formats and --variants (what runs), --rounds, --shape, --small and --small-count, --big,
-// --data-dir, --cpuprofile DIR (a CPU profile of every run), --retry-loaded N (repeat a run
-// that other processes disturbed), --add-hosts-entry (textio needs BUCKET.s3.local to resolve
-// to 127.0.0.1 and may add that line to /etc/hosts).
+// --formats, --codecs, --codec-size and --variants (what runs), --rounds, --shape, --small
+// and --small-count, --big, --data-dir, --cpuprofile DIR (a CPU profile of every run),
+// --retry-loaded N (repeat a run that other processes disturbed), --add-hosts-entry (textio
+// needs BUCKET.s3.local to resolve to 127.0.0.1 and may add that line to /etc/hosts).
 package main
 
 import (

@@ -466,7 +466,11 @@ func (b *benchRun) codecTable(w *strings.Builder) {
 		if c.ran() && (len(c.ok) == 0 || !c.complete()) {
 			check = "s3io: no complete run"
 		}
-		w.WriteString(row(ref+" (plain reference)", "uncompressed", "—", "1.00", mbpsText(c), "—", "—", "—", "1.00", "—", "—", check))
+		stored := "—"
+		if d := b.data[ref]; d != nil {
+			stored = fmt.Sprintf("%.1f", float64(d.StoredBytes)/1e6)
+		}
+		w.WriteString(row(ref+" (plain reference)", "uncompressed", stored, "1.00", mbpsText(c), "—", "—", "—", "1.00", "—", "—", check))
 	}
 }
 
