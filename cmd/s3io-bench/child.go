@@ -147,7 +147,15 @@ func childMain(args []string) int {
 
 func (j *childJob) run(ctx context.Context, res *childResult) error {
 	if readers := loopReaders[j.Variant]; readers > 0 {
-		return runLoop(ctx, readers, j.Bucket, j.Prefix, j.Endpoint, res)
+		return runLoop(ctx, readers, j.Bucket, j.Prefix, j.Endpoint, nil, res)
+	}
+	if j.Variant == variantLib {
+		// loop2 with the codec library's own decoder: two objects fetched and decoded at once.
+		c := codecOf(j.Prefix)
+		if c == nil {
+			return fmt.Errorf("%s reads only codec-NAME/ prefixes, not %s/", variantLib, j.Prefix)
+		}
+		return runLoop(ctx, loopReaders[variantLoop2], j.Bucket, j.Prefix, j.Endpoint, c.lib, res)
 	}
 	p, s := beam.NewPipelineWithRoot()
 	switch j.Variant {
@@ -206,8 +214,10 @@ func (floorFn) ProcessElement(_ []byte, emit func([]byte)) {
 
 // runLoop is what a Go programmer writes without Beam: list the prefix, then `readers`
 // goroutines each GET whole objects (so up to `readers` GETs are in flight), decompress them
-// and count lines. Response checksum validation is off, as in s3io.
-func runLoop(ctx context.Context, readers int, bucket, prefix, endpoint string, res *childResult) error {
+// and count lines. Response checksum validation is off, as in s3io. With lib set (the lib
+// variant), each goroutine decodes every object with the decoder lib returns it; else it
+// goes by the key's suffix: gzip, zstd or none.
+func runLoop(ctx context.Context, readers int, bucket, prefix, endpoint string, lib func() func(io.Reader) (io.Reader, error), res *childResult) error {
 	cfg, err := awsconfig.LoadDefaultConfig(ctx)
 	if err != nil {
 		return fmt.Errorf("load AWS config: %w", err)
@@ -228,6 +238,9 @@ func runLoop(ctx context.Context, readers int, bucket, prefix, endpoint string, 
 	for range readers {
 		wg.Go(func() {
 			lr := &loopReader{buf: make([]byte, 4<<20)}
+			if lib != nil {
+				lr.lib = lib()
+			}
 			for key := range keys {
 				if ctx.Err() != nil {
 					continue // drain after an error so the feeder never blocks
@@ -256,6 +269,7 @@ type loopReader struct {
 	buf []byte
 	gz  *gzip.Reader
 	zs  *zstd.Decoder
+	lib func(io.Reader) (io.Reader, error) // the codec library's decoder (the lib variant)
 }
 
 // read GETs one object and counts its lines and decompressed bytes. The last line counts
@@ -269,6 +283,8 @@ func (lr *loopReader) read(ctx context.Context, client *s3.Client, bucket, key s
 	defer out.Body.Close()
 	var r io.Reader = out.Body
 	switch {
+	case lr.lib != nil:
+		r, err = lr.lib(out.Body)
 	case strings.HasSuffix(key, ".gz"):
 		if lr.gz == nil {
 			lr.gz = new(gzip.Reader)

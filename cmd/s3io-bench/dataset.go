@@ -44,6 +44,9 @@ const (
 // objectKey names object i of prefix; s3io and the loop pick the decompressor by the suffix.
 func objectKey(prefix string, i int) string {
 	ext := map[string]string{formatGzip: ".ndjson.gz", formatZstd: ".ndjson.zst"}[prefix]
+	if c := codecOf(prefix); c != nil {
+		ext = ".ndjson" + c.ext
+	}
 	return fmt.Sprintf("%s/part-%05d%s", prefix, i, cmp.Or(ext, ".ndjson"))
 }
 
@@ -96,6 +99,11 @@ func (b *benchRun) prepareData(ctx context.Context) error {
 		}
 	}
 	layouts := []layout{{o.formats, o.size, o.objectSize, 0}}
+	if cp := o.codecPrefixes(); len(cp) > 0 {
+		// The first --codec-size bytes of the main dataset's records: object i of a codec
+		// prefix holds object i of plain/ (the last one cut shorter when the sizes differ).
+		layouts = append(layouts, layout{cp, o.codecSize, o.objectSize, 0})
+	}
 	if o.small {
 		layouts = append(layouts, layout{[]string{prefixSmall}, int64(o.smallCount) * smallSize, smallSize, 0})
 	}
@@ -164,7 +172,8 @@ func list(ctx context.Context, client *s3.Client, bucket, prefix string) ([]type
 }
 
 // generate uploads l's objects under each of prefixes, the same records under each,
-// compressed at the default levels under gzip/ and zstd/, GOMAXPROCS objects at a time.
+// compressed at the default levels under gzip/ and zstd/ and by the codec's command-line
+// tool under codec-NAME/, GOMAXPROCS objects at a time.
 func (b *benchRun) generate(ctx context.Context, client *s3.Client, prefixes []string, l layout) error {
 	for _, prefix := range prefixes { // what is there was generated for other sizes, or partly
 		objects, err := list(ctx, client, b.bucket, prefix)
@@ -194,6 +203,13 @@ func (b *benchRun) generate(ctx context.Context, client *s3.Client, prefixes []s
 				body = s3test.Zstd(string(plain))
 			}
 			key := objectKey(prefix, i)
+			if c := codecOf(prefix); c != nil {
+				var err error
+				if body, err = c.write(plain); err != nil {
+					errs[i] = fmt.Errorf("write %s: %w", key, err)
+					return
+				}
+			}
 			if _, err := client.PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String(b.bucket), Key: aws.String(key), Body: bytes.NewReader(body)}); err != nil {
 				errs[i] = fmt.Errorf("upload s3://%s/%s: %w", b.bucket, key, err)
 				return

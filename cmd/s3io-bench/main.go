@@ -10,6 +10,9 @@
 //	go run ./cmd/s3io-bench --shape --small --rounds 3   # through a proxy shaped like S3, plus small objects
 //	go run ./cmd/s3io-bench --formats plain,gzip,zstd --variants s3io --rounds 1
 //	go run ./cmd/s3io-bench --size 32MiB --object-size 4MiB --rounds 1   # a quick check, as CI runs it
+//	go run ./cmd/s3io-bench --formats plain --codecs all,pbzip2 --variants s3io,lib --rounds 3   # per-codec rows
+//	go run ./cmd/s3io-bench --size 16MiB --formats plain --codecs all --codec-size 16MiB --object-size 4MiB \
+//		--rounds 1 --variants s3io,lib --retry-loaded 0   # the codec check CI runs (about a minute)
 //
 // --shape puts a proxy (internal/netshape) between the readers and the server that waits
 // 30 ms before each request and paces each response to 90 MB/s, and compares s3io through
@@ -25,11 +28,31 @@
 // --rounds rounds, and the report gives medians. Every run's record and byte counts are
 // checked against what was generated: the check column says "ok" or MISMATCH.
 //
+// --codecs NAME,... adds a prefix codec-NAME/ per codec, holding the first --codec-size
+// bytes (default 256 MiB) of plain/'s records in --object-size objects, each object written
+// by the codec's command-line tool at its default level, with the extension s3io's auto mode
+// detects it by: bzip2 (`bzip2 -c`, .bz2), pbzip2 (`pbzip2 -c`: one bzip2 stream per 900 kB
+// block, concatenated), lbzip2 (`lbzip2 -c`: one stream), xz (`xz -c -T1`, .xz), lz4 (`lz4
+// -c`, .lz4), snappy (no tool writes Snappy framing: klauspost/compress/s2's
+// s2.NewWriter(w, s2.WriterSnappyCompat()), .sz), zlib (`pigz -z -c`, .zz), deflate (raw
+// deflate from python3's zlib.compressobj(6, DEFLATED, -15), .deflate), brotli (`brotli -c
+// -q 9`, .br: the default quality 11 writes under 1 MB/s), gzip (`gzip -c`), zstd
+// (`zstd -c`) and plain (uncompressed). "all" is bzip2,xz,lz4,snappy,zlib,deflate,brotli.
+// The tools run GOMAXPROCS objects at a time, once: the prefixes are kept in --data-dir like
+// the rest. Codec prefixes are read by s3io and by the lib variant, the codec library's own
+// decode loop (the decoder s3io uses) without Beam: loop2's SDK GET loop over the same
+// objects from the same server, two objects fetched and decoded at once, newlines counted.
+// The Codecs table gives per codec s3io MB/s, lib MB/s and s3io ÷ lib beside the target
+// s3io ≥ 0.8 × lib (bzip2 family, xz), and for lz4 and snappy s3io ÷ s3io's read of the same
+// records uncompressed beside the target ≥ 0.8 (plain/ when --size equals --codec-size and
+// plain is in --formats, else a codec-plain/ copy added for it). Without --variants, lib
+// joins the default variants when --codecs is set; lib needs --codecs.
+//
 // Flags (-h lists them with their defaults): --size and --object-size (the dataset),
-// --formats and --variants (what runs), --rounds, --shape, --small and --small-count, --big,
-// --data-dir, --cpuprofile DIR (a CPU profile of every run), --retry-loaded N (repeat a run
-// that other processes disturbed), --add-hosts-entry (textio needs BUCKET.s3.local to resolve
-// to 127.0.0.1 and may add that line to /etc/hosts).
+// --formats, --codecs, --codec-size and --variants (what runs), --rounds, --shape, --small
+// and --small-count, --big, --data-dir, --cpuprofile DIR (a CPU profile of every run),
+// --retry-loaded N (repeat a run that other processes disturbed), --add-hosts-entry (textio
+// needs BUCKET.s3.local to resolve to 127.0.0.1 and may add that line to /etc/hosts).
 package main
 
 import (
@@ -74,7 +97,7 @@ const (
 var (
 	defaultVariants = []string{variantLoop1, variantLoop2, variantS3io, variantTextio, variantFloor}
 	shapeVariants   = []string{variantS3io, variantLoop1, variantLoop2, variantLoop32, variantS3ioUnshaped, variantS3ioDirect, variantFloor}
-	knownVariants   = []string{variantLoop1, variantLoop2, variantLoop32, variantS3io, variantS3ioUnshaped, variantS3ioDirect, variantTextio, variantFloor}
+	knownVariants   = []string{variantLoop1, variantLoop2, variantLoop32, variantS3io, variantS3ioUnshaped, variantS3ioDirect, variantTextio, variantFloor, variantLib}
 	loopReaders     = map[string]int{variantLoop1: 1, variantLoop2: 2, variantLoop32: 32}
 )
 
@@ -103,6 +126,8 @@ type options struct {
 	size, objectSize  int64
 	rounds            int
 	variants, formats []string
+	codecs            []string // --codecs, "all" expanded
+	codecSize         int64
 	big, shape, small bool
 	smallCount        int
 	dataDir           string
@@ -120,6 +145,9 @@ func parseOptions(args []string) (*options, error) {
 	variants := fs.String("variants", "", fmt.Sprintf("variants: %s (default %s; with --shape %s)",
 		strings.Join(knownVariants, ", "), strings.Join(defaultVariants, ","), strings.Join(shapeVariants, ",")))
 	formats := fs.String("formats", "plain,gzip,zstd", "formats to read: plain, gzip, zstd (empty with --big: only the memory check)")
+	codecList := fs.String("codecs", "", fmt.Sprintf("also read a prefix codec-NAME/ per codec named, its objects written by the codec's command-line tool: %s, or all (= %s)",
+		strings.Join(codecNames(), ", "), strings.Join(codecAll, ",")))
+	codecSize := fs.String("codec-size", "256MiB", "decompressed bytes per codec prefix (--codecs), in --object-size objects")
 	fs.BoolVar(&o.big, "big", false, "also read one 2 GiB plain object under big/ with s3io and loop1, and run an idle s3io pipeline, to compare peak RSS")
 	fs.BoolVar(&o.shape, "shape", false, "read through a proxy that waits 30 ms before each request and paces each response to 90 MB/s, as S3 over a network")
 	fs.BoolVar(&o.small, "small", false, "also read small/: --small-count plain objects of 64 KiB, with s3io and the loops")
@@ -134,15 +162,20 @@ func parseOptions(args []string) (*options, error) {
 	if fs.NArg() > 0 {
 		return nil, fmt.Errorf("unexpected arguments %q", fs.Args())
 	}
+	var err1, err2, err3, err4, err5, err6 error
+	o.codecs, err5 = parseCodecs(*codecList)
+	o.codecSize, err6 = parseSize(*codecSize)
 	if *variants == "" {
 		*variants = strings.Join(map[bool][]string{false: defaultVariants, true: shapeVariants}[o.shape], ",")
+		if len(o.codecs) > 0 {
+			*variants += "," + variantLib
+		}
 	}
-	var err1, err2, err3, err4 error
 	o.size, err1 = parseSize(*size)
 	o.objectSize, err2 = parseSize(*objectSize)
 	o.variants, err3 = parseList("variant", *variants, knownVariants)
 	o.formats, err4 = parseList("format", *formats, []string{formatPlain, formatGzip, formatZstd})
-	if err := errors.Join(err1, err2, err3, err4); err != nil {
+	if err := errors.Join(err1, err2, err3, err4, err5, err6); err != nil {
 		return nil, err
 	}
 	return o, o.check()
@@ -152,10 +185,14 @@ func (o *options) check() error {
 	switch {
 	case o.size <= 0 || o.objectSize < 2*recordSize:
 		return errors.New("--size must be positive and --object-size must hold at least two records")
-	case len(o.formats) == 0 && !o.big && !o.small:
-		return errors.New("--formats is empty and --big and --small are off: nothing to read")
-	case len(o.variants) == 0 && (len(o.formats) > 0 || o.small):
+	case len(o.formats) == 0 && len(o.codecs) == 0 && !o.big && !o.small:
+		return errors.New("--formats and --codecs are empty and --big and --small are off: nothing to read")
+	case len(o.variants) == 0 && (len(o.formats) > 0 || len(o.codecs) > 0 || o.small):
 		return errors.New("--variants names no variant: nothing to run on --formats")
+	case len(o.codecs) > 0 && o.codecSize <= 0:
+		return errors.New("--codec-size must be positive")
+	case slices.Contains(o.variants, variantLib) && len(o.codecs) == 0:
+		return errors.New("the lib variant reads only the codec prefixes: it needs --codecs")
 	case o.small && o.smallCount < 1:
 		return errors.New("--small-count must be positive")
 	case o.shape && slices.Contains(o.variants, variantTextio):
@@ -165,7 +202,7 @@ func (o *options) check() error {
 	case o.rounds < 1 || o.retryLoaded < 0:
 		return errors.New("--rounds must be at least 1 and --retry-loaded not negative")
 	}
-	return nil
+	return checkCodecTools(o.codecs)
 }
 
 // parseSize reads a size written for people: "2GiB", "256MiB", "1.5GB", "213". Binary
@@ -220,6 +257,7 @@ func (o *options) runsTextio() bool {
 // and the floor's records in memory.
 func (o *options) prefixes() []string {
 	out := slices.Clone(o.formats)
+	out = append(out, o.codecPrefixes()...)
 	if o.small {
 		out = append(out, prefixSmall)
 	}
@@ -230,9 +268,15 @@ func (o *options) prefixes() []string {
 }
 
 // reads reports whether variant runs on prefix among the main runs: the floor only on its
-// records in memory, small/ only with s3io and the loops.
+// records in memory, small/ only with s3io and the loops, a codec prefix only with s3io
+// and lib, and lib only on a codec prefix.
 func reads(prefix, variant string) bool {
+	isS3io := variant == variantS3io || variant == variantS3ioUnshaped || variant == variantS3ioDirect
 	switch {
+	case codecOf(prefix) != nil:
+		return isS3io || variant == variantLib
+	case variant == variantLib:
+		return false
 	case prefix == prefixMemory || variant == variantFloor:
 		return prefix == prefixMemory && variant == variantFloor
 	case prefix == prefixSmall:
@@ -244,7 +288,7 @@ func reads(prefix, variant string) bool {
 // job is one child run.
 type job struct {
 	round   int
-	prefix  string // a format, small, memory, big or empty
+	prefix  string // a format, a codec prefix, small, memory, big or empty
 	variant string
 }
 

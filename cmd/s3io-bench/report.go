@@ -206,6 +206,7 @@ func (b *benchRun) report() string {
 	b.dataset(&w)
 	if len(o.prefixes()) > 0 {
 		b.throughput(&w)
+		b.codecTable(&w)
 		b.ratios(&w)
 	}
 	b.memory(&w)
@@ -222,7 +223,7 @@ func (b *benchRun) datasetState() string {
 // dataset writes what each prefix read holds.
 func (b *benchRun) dataset(w *strings.Builder) {
 	w.WriteString("\n## Dataset\n\n| prefix | objects | stored MB | decompressed MB | ratio | records | bytes/record |\n|---|---:|---:|---:|---:|---:|---:|\n")
-	for _, f := range append(slices.Clone(b.opts.formats), prefixSmall, prefixBig) {
+	for _, f := range append(append(slices.Clone(b.opts.formats), b.opts.codecPrefixes()...), prefixSmall, prefixBig) {
 		if d := b.data[f]; d != nil && (f != prefixBig || b.opts.big) && (f != prefixSmall || b.opts.small) {
 			fmt.Fprintf(w, "| %s/ | %d | %.1f | %.1f | %.2f | %s | %.1f |\n", f, d.objects, float64(d.StoredBytes)/1e6, float64(d.DecompressedBytes)/1e6,
 				float64(d.DecompressedBytes)/float64(max(d.StoredBytes, 1)), group(d.Records), float64(d.DecompressedBytes)/float64(max(d.Records, 1)))
@@ -234,7 +235,7 @@ func (b *benchRun) dataset(w *strings.Builder) {
 func (b *benchRun) throughput(w *strings.Builder) {
 	fmt.Fprintf(w, "\n## Throughput: medians over %d round(s)\n\n", b.opts.rounds)
 	w.WriteString("MB/s is 10^6 bytes of decompressed data delivered per second of the child's wall time (its range over the rounds in brackets). " +
-		"\"× limit\" divides by the 2-reader SDK loop (loop2) on the same format; \"× textio\" divides s3io by textio. " +
+		"\"× limit\" divides by the 2-reader SDK loop (loop2) on the same format, and on a codec-NAME/ prefix by lib (loop2 with the codec library's own decoder); \"× textio\" divides s3io by textio. " +
 		"\"GETs in flight\" is the most object GETs the shaping proxy served at once, for runs through it. " +
 		"The floor emits the records every format holds from memory; its wall and CPU s are beam.Run's alone. " +
 		"Each run is a fresh child process: wall s from its start to its exit, CPU s from rusage, peak RSS its VmHWM; " +
@@ -245,6 +246,9 @@ func (b *benchRun) throughput(w *strings.Builder) {
 	w.WriteString("|---|---|---:|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---|\n")
 	for _, f := range b.opts.prefixes() {
 		limit, textio := b.cell(f, variantLoop2), b.cell(f, variantTextio)
+		if codecOf(f) != nil {
+			limit = b.cell(f, variantLib)
+		}
 		for _, v := range b.opts.variants {
 			if c := b.cell(f, v); c.ran() {
 				w.WriteString(row(b.throughputRow(c, limit, textio)...))
@@ -390,4 +394,91 @@ func sourceState() string {
 		return fmt.Sprintf("commit %s with uncommitted changes (%s)", strings.TrimSpace(string(rev)), strings.Join(strings.Fields(string(dirty)), " "))
 	}
 	return "commit " + strings.TrimSpace(string(rev)) + ", s3io/ unmodified"
+}
+
+// codecTable writes the codec prefixes' comparison (--codecs): s3io against the codec
+// library's own decode loop, and for the fast codecs against s3io's plain read of the same
+// records, beside the targets the issue sets.
+func (b *benchRun) codecTable(w *strings.Builder) {
+	o := b.opts
+	if len(o.codecs) == 0 {
+		return
+	}
+	ref := o.plainReference()
+	fmt.Fprintf(w, "\n## Codecs: medians over %d round(s)\n\n", o.rounds)
+	fmt.Fprintf(w, "codec-NAME/ holds the first %.0f MiB of plain/'s records (--codec-size) in objects of up to %.0f MiB, each object written by the tool named. "+
+		"s3io is the s3io row above: the prefix read on prism, every Config field at its default (auto mode detects the codec by the key's extension). "+
+		"lib is the codec library's own decode loop, the decoder s3io uses, without Beam: loop2's SDK GET loop over the same objects from the same server "+
+		"(so both pay the same loopback fetch, on the cores the server also uses), two objects fetched and decoded at once, one goroutine each, newlines counted. "+
+		"MB/s are decompressed bytes per second of the child's wall time. ", float64(o.codecSize)/(1<<20), float64(o.objectSize)/(1<<20))
+	if ref != "" {
+		fmt.Fprintf(w, "\"÷ plain\" divides s3io by s3io reading %s/, the same records uncompressed.", ref)
+	}
+	w.WriteString("\n\n")
+	w.WriteString(row("codec", "written by", "stored MB", "ratio", "s3io MB/s", "lib MB/s", "s3io ÷ lib", "target", "s3io ÷ plain", "target", "met", "check"))
+	w.WriteString("|---|---|---:|---:|---:|---:|---:|---|---:|---|---|---|\n")
+	plain := b.cell(ref, variantS3io).stats().mbps
+	for _, name := range o.codecs {
+		c, p := codecByName(name), codecPrefix(name)
+		s3, lib := b.cell(p, variantS3io), b.cell(p, variantLib)
+		sm, lm := s3.stats().mbps, lib.stats().mbps
+		stored, ratio := "—", "—"
+		if d := b.data[p]; d != nil {
+			stored, ratio = fmt.Sprintf("%.1f", float64(d.StoredBytes)/1e6), fmt.Sprintf("%.2f", float64(d.DecompressedBytes)/float64(max(d.StoredBytes, 1)))
+		}
+		xLib, xPlain, tLib, tPlain, met := "—", "—", "—", "—", "—"
+		if sm > 0 && lm > 0 {
+			xLib = fmt.Sprintf("%.2f", sm/lm)
+		}
+		if sm > 0 && plain > 0 && c.target == "plain" {
+			xPlain = fmt.Sprintf("%.2f", sm/plain)
+		}
+		switch c.target {
+		case "lib":
+			tLib = fmt.Sprintf("≥ %.2f", targetLib)
+			if sm > 0 && lm > 0 {
+				met = map[bool]string{true: "yes", false: "**no**"}[sm/lm >= targetLib]
+			}
+		case "plain":
+			tPlain = fmt.Sprintf("≥ %.2f", targetPlain)
+			if sm > 0 && plain > 0 {
+				met = map[bool]string{true: "yes", false: "**no**"}[sm/plain >= targetPlain]
+			}
+		}
+		check := "ok"
+		for _, cl := range []*cell{s3, lib} {
+			switch {
+			case !cl.ran():
+			case len(cl.ok) == 0:
+				check = cl.variant + ": no run succeeded"
+			case !cl.complete():
+				check = cl.variant + ": " + cl.checkText()
+			}
+			if check != "ok" {
+				break
+			}
+		}
+		w.WriteString(row(name, c.writer, stored, ratio, mbpsText(s3), mbpsText(lib), xLib, tLib, xPlain, tPlain, met, check))
+	}
+	if ref != "" && !slices.Contains(o.codecs, codecPlain) {
+		c := b.cell(ref, variantS3io)
+		check := "ok"
+		if c.ran() && (len(c.ok) == 0 || !c.complete()) {
+			check = "s3io: no complete run"
+		}
+		stored := "—"
+		if d := b.data[ref]; d != nil {
+			stored = fmt.Sprintf("%.1f", float64(d.StoredBytes)/1e6)
+		}
+		w.WriteString(row(ref+" (plain reference)", "uncompressed", stored, "1.00", mbpsText(c), "—", "—", "—", "1.00", "—", "—", check))
+	}
+}
+
+// mbpsText is a cell's median MB/s with its range, or "—" without a successful run.
+func mbpsText(c *cell) string {
+	if len(c.ok) == 0 {
+		return "—"
+	}
+	s := c.stats()
+	return fmt.Sprintf("%.0f [%.0f–%.0f]", s.mbps, s.lo, s.hi)
 }
