@@ -121,7 +121,7 @@ func (fn *reader) startMember(ctx context.Context, d SplitDescriptor, m int, spa
 		mr.idx0 = span.hint.Index
 	}
 	// open runs on the framing goroutine: it may block on the network.
-	open := func() (recs *decode.RecordReader, seekable bool, err error) {
+	open := func() (recs *decode.RecordReader, seekable, borrow bool, err error) {
 		if span.seekable {
 			recs = decode.NewRecordReader(src, fn.newFramer(), fn.Cfg.MaxRecordBytes, span.from)
 			if span.from == 0 {
@@ -130,12 +130,12 @@ func (fn *reader) startMember(ctx context.Context, d SplitDescriptor, m int, spa
 			if span.skipPartial {
 				err = recs.SkipPastNewline()
 			}
-			return recs, true, err
+			return recs, true, false, err
 		}
 		obj := decode.ObjectInfo{Key: member.Key, Size: member.Size, ReadRange: of.ReadRange}
 		entries, stream, comp, err := mr.dec.OpenEntries(decode.Compression(fn.Cfg.Compression), obj, src)
 		if err != nil {
-			return nil, false, err
+			return nil, false, false, err
 		}
 		if entries != nil {
 			recs = decode.NewEntriesRecordReader(entries, func() decode.Framer { return fn.newFramer() }, fn.Cfg.MaxRecordBytes)
@@ -147,12 +147,33 @@ func (fn *reader) startMember(ctx context.Context, d SplitDescriptor, m int, spa
 			// Compressed: decompress up to the resume point, but frame nothing before it.
 			err = recs.Discard(span.hint.Offset)
 		}
-		return recs, comp == decode.None && entries == nil, err
+		return recs, comp == decode.None && entries == nil, slowCodec(comp), err
 	}
 	_, window := fn.Cfg.decoding()
-	mr.frames = decode.StartFraming(decode.FramingSource{Open: open, Consumed: src.Consumed, Cancel: of.Cancel, StopAt: span.stopAt}, window)
+	credit := partCredit{pool: fn.pool, keep: fn.Cfg.fetchBudget() / 4}
+	mr.frames = decode.StartFraming(decode.FramingSource{Open: open, Consumed: src.Consumed, Cancel: of.Cancel, StopAt: span.stopAt, Credit: credit},
+		window, fn.Cfg.fetchBudget()-credit.keep)
 	return mr
 }
+
+// slowCodec reports the codecs that decode at tens of MB/s on one core (bzip2, xz, brotli):
+// an object decoded ahead with one of them fills its window long before the object being
+// emitted is done, while the fetch, a few MB/s of stored bytes, leaves the part budget
+// mostly unused; measured on 16 MiB objects, a 4 MiB window held xz at 0.68× of a two-core
+// decode loop (docs/performance.md).
+func slowCodec(c decode.Compression) bool {
+	return c == decode.Bzip2 || c == decode.Xz || c == decode.Brotli
+}
+
+// partCredit lends a slow decoder the part budget it does not need for parts, keeping keep
+// bytes free so that the object being emitted always finds room for its next part.
+type partCredit struct {
+	pool *fetch.Pool
+	keep int64
+}
+
+func (c partCredit) Reserve(n int64) bool { return c.pool.Reserve(n, c.keep) }
+func (c partCredit) Release(n int64)      { c.pool.Release(n) }
 
 // finish stops mr's goroutine, drops what it fetched and did not use, and accounts for
 // what it decoded.

@@ -3,6 +3,8 @@ package decode
 import (
 	"io"
 	"sync"
+	"sync/atomic"
+	"time"
 )
 
 // The framing goroutine: one per object being read, it decompresses and frames the
@@ -25,6 +27,16 @@ type Batch struct {
 	// batch was cut.
 	Consumed int64
 	Err      error // set on the last batch: io.EOF at the end, or why framing stopped
+	credit   int64 // bytes borrowed for it beyond the window; 0 inside the window
+}
+
+// Credit lends a framing goroutine room beyond its window: Reserve takes n bytes if they
+// are free, Release gives them back. A slow decoder (bzip2, xz, brotli) running ahead of
+// the object being emitted fills its window long before it is needed, and then idles: the
+// reader's part budget, which such objects barely use, lets it run on.
+type Credit interface {
+	Reserve(n int64) bool
+	Release(n int64)
 }
 
 // Framing is the goroutine that reads, decompresses and frames one object. It owns the
@@ -36,6 +48,11 @@ type Framing struct {
 	done   chan struct{}
 	wg     sync.WaitGroup
 	reader *RecordReader // set by the goroutine; read only after Stop
+
+	window   int32         // batches the goroutine may have queued without credit
+	inWindow atomic.Int32  // batches queued without credit
+	taken    chan struct{} // signalled by Next when a batch of the window is taken
+	credit   Credit
 }
 
 // FramingSource is what a Framing reads: Open, run on the framing goroutine (it may block
@@ -43,23 +60,35 @@ type Framing struct {
 // offsets are object offsets; Consumed tells the stored bytes taken so far; Cancel aborts
 // the source's requests.
 type FramingSource struct {
-	Open     func() (r *RecordReader, seekable bool, err error)
+	// Open opens the object; borrow reports a slow decoder, whose framing may go on past
+	// its window on Credit.
+	Open     func() (r *RecordReader, seekable, borrow bool, err error)
 	Consumed func() int64
 	Cancel   func()
 	// StopAt ends framing at the first record whose framing starts at or after this offset
 	// (the rest belongs to the next segment of the object); 0 frames to the end.
 	StopAt int64
+	// Credit, if set, lends room beyond the window to a slow decoder.
+	Credit Credit
 }
 
 // StartFraming frames src on a new goroutine, up to windowBytes of records ahead of the
-// batches taken with Next.
-func StartFraming(src FramingSource, windowBytes int) *Framing {
-	ahead := windowBytes / batchBytes
+// batches taken with Next, and beyond that on src.Credit for a slow decoder; creditBytes
+// bounds what it may borrow.
+func StartFraming(src FramingSource, windowBytes int, creditBytes int64) *Framing {
+	ahead := max(windowBytes/batchBytes, 1)
+	extra := 0
+	if src.Credit != nil {
+		extra = int(creditBytes / batchBytes)
+	}
 	f := &Framing{
 		cancel: src.Cancel,
-		out:    make(chan *Batch, ahead),
-		free:   make(chan *Batch, ahead+2),
+		out:    make(chan *Batch, ahead+extra),
+		free:   make(chan *Batch, ahead+extra+2),
 		done:   make(chan struct{}),
+		window: int32(ahead),
+		taken:  make(chan struct{}, 1),
+		credit: src.Credit,
 	}
 	f.wg.Add(1)
 	go f.run(src)
@@ -68,11 +97,18 @@ func StartFraming(src FramingSource, windowBytes int) *Framing {
 
 func (f *Framing) run(src FramingSource) {
 	defer f.wg.Done()
-	rr, seekable, err := src.Open()
+	rr, seekable, borrow, err := src.Open()
 	f.reader = rr
+	if !borrow {
+		f.credit = nil
+	}
 	if err != nil {
+		b := &Batch{Err: err}
+		if !f.admit(b) {
+			return
+		}
 		select {
-		case f.out <- &Batch{Err: err}:
+		case f.out <- b:
 		case <-f.done:
 		}
 		return
@@ -81,7 +117,7 @@ func (f *Framing) run(src FramingSource) {
 		var b *Batch
 		select {
 		case b = <-f.free:
-			b.Records, b.Ends, b.Entries, b.Err = b.Records[:0], b.Ends[:0], b.Entries[:0], nil
+			b.Records, b.Ends, b.Entries, b.Err, b.credit = b.Records[:0], b.Ends[:0], b.Entries[:0], nil, 0
 		default:
 			b = &Batch{Records: make([][]byte, 0, batchRecords), Ends: make([]int64, 0, batchRecords), Entries: make([]string, 0, batchRecords)}
 		}
@@ -101,9 +137,13 @@ func (f *Framing) run(src FramingSource) {
 			size += len(rec)
 		}
 		b.Consumed = src.Consumed()
+		if !f.admit(b) {
+			return
+		}
 		select {
 		case f.out <- b:
 		case <-f.done:
+			f.refund(b)
 			return
 		}
 		if b.Err != nil {
@@ -112,8 +152,55 @@ func (f *Framing) run(src FramingSource) {
 	}
 }
 
+// admit waits until b may be queued: inside the window, or on credit beyond it (never for
+// the last batch, which holds the error). It reports false if the framing was stopped.
+func (f *Framing) admit(b *Batch) bool {
+	for {
+		if f.inWindow.Add(1) <= f.window {
+			return true
+		}
+		f.inWindow.Add(-1)
+		if f.credit != nil && b.Err == nil && cap(f.out) > len(f.out) && f.credit.Reserve(batchBytes) {
+			b.credit = batchBytes
+			return true
+		}
+		var retry <-chan time.Time
+		if f.credit != nil && b.Err == nil {
+			// Credit frees up when parts are consumed, which signals nothing here.
+			retry = time.After(creditRetry)
+		}
+		select {
+		case <-f.taken:
+		case <-retry:
+		case <-f.done:
+			return false
+		}
+	}
+}
+
+// creditRetry is how often a framing goroutine whose window is full asks for credit again.
+const creditRetry = 2 * time.Millisecond
+
+// refund gives back what queuing b took.
+func (f *Framing) refund(b *Batch) {
+	if b.credit > 0 {
+		f.credit.Release(b.credit)
+		b.credit = 0
+		return
+	}
+	f.inWindow.Add(-1)
+	select {
+	case f.taken <- struct{}{}:
+	default:
+	}
+}
+
 // Next returns the next batch; the last one has Err set.
-func (f *Framing) Next() *Batch { return <-f.out }
+func (f *Framing) Next() *Batch {
+	b := <-f.out
+	f.refund(b)
+	return b
+}
 
 // Recycle hands a consumed batch back for reuse.
 func (f *Framing) Recycle(b *Batch) {
@@ -129,6 +216,14 @@ func (f *Framing) Stop() {
 	close(f.done)
 	f.cancel()
 	f.wg.Wait()
+	for {
+		select {
+		case b := <-f.out:
+			f.refund(b)
+		default:
+			return
+		}
+	}
 }
 
 // HeadersSkipped returns how many header records were dropped; only after Stop.

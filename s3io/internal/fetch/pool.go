@@ -26,6 +26,9 @@ type Pool struct {
 	idle  int64              // capacity of the buffers in free
 	free  map[int64][][]byte // idle buffers by capacity
 	freed chan struct{}      // signalled by put
+	// demand is room a Reserve asked for and did not get: parts leave it free, so that
+	// what parts release goes to the borrower instead of to the next part.
+	demand int64
 
 	// observe, when set (by tests), is told the bytes held after every change.
 	observe func(held int64)
@@ -54,7 +57,7 @@ func (p *Pool) get(ctx context.Context, n int64) ([]byte, bool) {
 	c := partClass(n)
 	for {
 		p.mu.Lock()
-		if p.held+c <= p.limit || p.held == 0 {
+		if p.held+c+p.demand <= p.limit || p.held == 0 {
 			b := p.take(c)
 			p.mu.Unlock()
 			if b == nil && c > 0 {
@@ -82,6 +85,12 @@ func (p *Pool) take(c int64) []byte {
 		p.idle -= c
 		return b
 	}
+	p.trimIdle()
+	return nil
+}
+
+// trimIdle frees idle buffers until what is held and idle fits the limit. p.mu is held.
+func (p *Pool) trimIdle() {
 	for class, l := range p.free {
 		for len(l) > 0 && p.held+p.idle > p.limit {
 			freePart(l[len(l)-1])
@@ -90,7 +99,6 @@ func (p *Pool) take(c int64) []byte {
 		}
 		p.free[class] = l
 	}
-	return nil
 }
 
 // put takes back a buffer get returned.
@@ -136,4 +144,38 @@ func (p *Pool) Close() {
 		delete(p.free, c)
 	}
 	p.idle = 0
+}
+
+// Reserve takes n bytes of the limit for something other than a part (decoded records a
+// slow decoder holds ahead), if they are free and leave keep bytes free for parts: the
+// reader of the current object must always find room for its next part, whatever later
+// objects hold (keep must exceed a part and n). It never waits; when the room is not free,
+// the next parts leave n bytes for the next Reserve instead of taking them.
+func (p *Pool) Reserve(n, keep int64) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.held+n+keep > p.limit {
+		p.demand = n
+		return false
+	}
+	p.held, p.demand = p.held+n, 0
+	p.notify()
+	p.trimIdle()
+	return true
+}
+
+// Release gives back n bytes Reserve took.
+func (p *Pool) Release(n int64) {
+	p.mu.Lock()
+	p.held -= n
+	if p.held < 0 {
+		p.mu.Unlock()
+		panic(errors.New("s3io: part pool released more than was reserved"))
+	}
+	p.notify()
+	p.mu.Unlock()
+	select {
+	case p.freed <- struct{}{}:
+	default:
+	}
 }

@@ -80,3 +80,47 @@ func TestPoolReuse(t *testing.T) {
 		p.put(s)
 	}
 }
+
+// Reserve lends the limit only while keep bytes stay free for parts; a Reserve refused
+// makes the next parts leave its room, which a release of parts then frees for it.
+func TestPoolReserve(t *testing.T) {
+	const mib = 1 << 20
+	p := NewPool(8 * mib)
+	defer p.Close()
+	if !p.Reserve(4*mib, 2*mib) {
+		t.Fatal("Reserve(4 MiB) refused with 8 MiB free")
+	}
+	part, ok := p.get(context.Background(), 2*mib)
+	if !ok {
+		t.Fatal("a part beside the reservation was refused")
+	}
+	if p.Reserve(1*mib, 2*mib) { // 4 + 2 + 1 + 2 > 8
+		t.Fatal("Reserve took the room kept for parts")
+	}
+	// The refused 1 MiB is now demanded: a 2 MiB part would leave less than it.
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	if b, ok := p.get(ctx, 2*mib); ok {
+		p.put(b)
+		t.Fatal("a part took the room a refused Reserve asked for")
+	}
+	p.put(part)
+	if !p.Reserve(1*mib, 2*mib) {
+		t.Fatal("Reserve refused after a part was released")
+	}
+	if b, ok := p.get(context.Background(), 2*mib); !ok { // the demand is met: parts fit again
+		t.Fatal("a part was refused after the demand was met")
+	} else {
+		p.put(b)
+	}
+	p.Release(5 * mib)
+	if p.held != 0 {
+		t.Fatalf("held %d after every release, want 0", p.held)
+	}
+	defer func() {
+		if recover() == nil {
+			t.Error("releasing more than was reserved did not panic")
+		}
+	}()
+	p.Release(1)
+}
