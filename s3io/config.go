@@ -176,8 +176,10 @@ type Config struct {
 	// ReadBufferBytes bounds the bytes one reader holds ahead of what it emits (default
 	// 40 MiB): parts fetched and not yet decoded (each counted at its size rounded up to a
 	// power of two), plus up to 4 MiB of decoded records for each of the two objects being
-	// decoded at a time (so at least 8 MiB + 64 KiB). Each reader instance has its own, and
-	// keeps the part buffers it has freed for its next reads within it.
+	// decoded at a time (so at least 8 MiB + 64 KiB). A slow decoder (bzip2, xz, brotli) may
+	// hold more decoded records ahead in the part budget its object leaves unused, within
+	// the same bound. Each reader instance has its own, and keeps the part buffers it has
+	// freed for its next reads within it.
 	ReadBufferBytes int64
 	// PartBytes is the size of the ranged GETs that read an object (default 2 MiB): a large
 	// object is read as several parts in flight, a small one in one GET. Smaller parts hide
