@@ -104,6 +104,7 @@ type childJob struct {
 	Endpoint                string // path-style, for the loop and s3io; textio takes AWS_ENDPOINT_URL_S3
 	Result, CPUProfile      string // files to write
 	Size, ObjectSize        int64  // the floor's dataset
+	ReadBufferBytes         int64  // s3io's; 0: its default
 }
 
 // childMain runs one variant over one prefix and writes its result file.
@@ -160,8 +161,9 @@ func (j *childJob) run(ctx context.Context, res *childResult) error {
 	p, s := beam.NewPipelineWithRoot()
 	switch j.Variant {
 	case variantS3io, variantS3ioUnshaped, variantS3ioDirect, variantIdle:
-		// Every other field at its default: the defaults are what is measured.
-		cfg := s3io.Config{Bucket: j.Bucket, Prefix: j.Prefix + "/", Endpoint: j.Endpoint, UsePathStyle: true, Region: "us-east-1"}
+		// Every other field at its default (ReadBufferBytes unless --read-buffer): the
+		// defaults are what is measured.
+		cfg := s3io.Config{Bucket: j.Bucket, Prefix: j.Prefix + "/", Endpoint: j.Endpoint, UsePathStyle: true, Region: "us-east-1", ReadBufferBytes: j.ReadBufferBytes}
 		beam.ParDo0(s, &countRecordsFn{}, s3io.Read(s, cfg))
 	case variantTextio:
 		beam.ParDo0(s, &countLinesFn{}, textio.Read(s, "s3://"+j.Bucket+"/"+j.Prefix+"/*"))

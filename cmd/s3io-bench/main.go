@@ -51,7 +51,8 @@
 // Flags (-h lists them with their defaults): --size and --object-size (the dataset),
 // --formats, --codecs, --codec-size and --variants (what runs), --rounds, --shape, --small
 // and --small-count, --big, --data-dir, --cpuprofile DIR (a CPU profile of every run),
-// --retry-loaded N (repeat a run that other processes disturbed), --add-hosts-entry (textio
+// --retry-loaded N (repeat a run that other processes disturbed), --read-buffer SIZE (s3io's
+// Config.ReadBufferBytes, to measure what more memory buys), --add-hosts-entry (textio
 // needs BUCKET.s3.local to resolve to 127.0.0.1 and may add that line to /etc/hosts).
 package main
 
@@ -134,6 +135,7 @@ type options struct {
 	addHostsEntry     bool
 	cpuprofileDir     string
 	retryLoaded       int
+	readBuffer        int64 // --read-buffer: s3io's Config.ReadBufferBytes; 0 = its default
 }
 
 func parseOptions(args []string) (*options, error) {
@@ -148,6 +150,7 @@ func parseOptions(args []string) (*options, error) {
 	codecList := fs.String("codecs", "", fmt.Sprintf("also read a prefix codec-NAME/ per codec named, its objects written by the codec's command-line tool: %s, or all (= %s)",
 		strings.Join(codecNames(), ", "), strings.Join(codecAll, ",")))
 	codecSize := fs.String("codec-size", "256MiB", "decompressed bytes per codec prefix (--codecs), in --object-size objects")
+	readBuffer := fs.String("read-buffer", "", "s3io's Config.ReadBufferBytes for the s3io variants (empty: its default)")
 	fs.BoolVar(&o.big, "big", false, "also read one 2 GiB plain object under big/ with s3io and loop1, and run an idle s3io pipeline, to compare peak RSS")
 	fs.BoolVar(&o.shape, "shape", false, "read through a proxy that waits 30 ms before each request and paces each response to 90 MB/s, as S3 over a network")
 	fs.BoolVar(&o.small, "small", false, "also read small/: --small-count plain objects of 64 KiB, with s3io and the loops")
@@ -173,6 +176,12 @@ func parseOptions(args []string) (*options, error) {
 	}
 	o.size, err1 = parseSize(*size)
 	o.objectSize, err2 = parseSize(*objectSize)
+	if *readBuffer != "" {
+		var err error
+		if o.readBuffer, err = parseSize(*readBuffer); err != nil {
+			return nil, fmt.Errorf("--read-buffer: %w", err)
+		}
+	}
 	o.variants, err3 = parseList("variant", *variants, knownVariants)
 	o.formats, err4 = parseList("format", *formats, []string{formatPlain, formatGzip, formatZstd})
 	if err := errors.Join(err1, err2, err3, err4, err5, err6); err != nil {
