@@ -85,7 +85,7 @@ func (e *entryDecoder) open(name string, r io.Reader) (io.Reader, error) {
 		return r, nil // an explicit mode names the archive's codec, not its entries'
 	}
 	if e.dec == nil {
-		e.dec = e.outer.inner()
+		e.dec = e.outer.inner(&e.outer.entries)
 	}
 	stream, comp, err := e.dec.Open(Auto, name, r)
 	switch {
@@ -230,7 +230,7 @@ func (d *Decompressors) openZip(mode Compression, obj ObjectInfo, stream io.Read
 		return nil, zipError(err, &d.src)
 	}
 	at.streaming = true
-	z := &zipEntries{at: at, dec: entryDecoder{mode: mode, kind: "zip", outer: d}, methods: d.inner()}
+	z := &zipEntries{at: at, dec: entryDecoder{mode: mode, kind: "zip", outer: d}, methods: d.inner(&d.methods)}
 	z.registerMethods(zr)
 	type entry struct {
 		f   *zip.File
@@ -504,5 +504,15 @@ func zip64HeaderOffset(hdr, extra []byte) int64 {
 	return -1
 }
 
-// inner returns a Decompressors for what an archive holds, with d's limits.
-func (d *Decompressors) inner() *Decompressors { return &Decompressors{MaxWindow: d.MaxWindow} }
+// inner returns the Decompressors *slot holds for what an archive holds, made with d's
+// limits the first time.
+func (d *Decompressors) inner(slot **Decompressors) *Decompressors {
+	if *slot != nil && (*slot).MaxWindow != d.MaxWindow {
+		(*slot).Close()
+		*slot = nil
+	}
+	if *slot == nil {
+		*slot = &Decompressors{MaxWindow: d.MaxWindow}
+	}
+	return *slot
+}

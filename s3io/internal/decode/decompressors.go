@@ -42,6 +42,9 @@ type Decompressors struct {
 	br    *brotli.Reader
 	bufr  *bufio.Reader // zlib's, flate's, bzip2's and zstd's input, see buffered
 	src   source        // the current object's bytes
+	// An archive's entries are decoded by decoders of their own, kept for the next archive:
+	// entries by their compression method (zip), and by their own names (auto mode).
+	methods, entries *Decompressors
 }
 
 // source is the compressed stream of one object, as fetched: it keeps the first error the
@@ -144,6 +147,12 @@ func (d *Decompressors) Close() {
 		d.zs = nil
 	}
 	d.xz, d.lz, d.sz, d.zl, d.fl, d.br, d.bufr = nil, nil, nil, nil, nil, nil, nil
+	for _, inner := range []*Decompressors{d.methods, d.entries} {
+		if inner != nil {
+			inner.Close()
+		}
+	}
+	d.methods, d.entries = nil, nil
 }
 
 // corruptError is err marked as the corruption of a format's stream.
