@@ -35,6 +35,24 @@ const (
 	CompressionBrotli  Compression = "brotli"
 )
 
+// FormatByName is what mode makes of an object from its key alone, as the planner and the
+// readers decide before reading a byte: a codec ("gzip", "bzip2", …), "tar", "zip",
+// "unsupported" (a format s3io refuses, such as .7z), or "" when auto mode goes by the
+// object's magic bytes (or reads it as it is stored). cmd/s3io-plan's compression mix uses it.
+func FormatByName(mode Compression, key string) string {
+	if mode == "" {
+		mode = CompressionAuto
+	}
+	c := decode.Detect(decode.Compression(mode), key, nil)
+	switch {
+	case decode.IsUnsupported(c):
+		return "unsupported"
+	case mode == CompressionAuto && c == decode.None:
+		return ""
+	}
+	return string(c)
+}
+
 // Defaults applied to zero-valued Config fields by WithDefaults; each field's doc states its own.
 const (
 	defaultFramer           = "lines"

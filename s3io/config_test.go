@@ -74,3 +74,25 @@ func TestReadPanicsAtConstructionOnBadConfig(t *testing.T) {
 	s3io.Read(s, s3io.Config{Bucket: "logs", Framer: "no-such-framer"})
 	t.Fatal("Read did not panic")
 }
+
+func TestFormatByName(t *testing.T) {
+	for _, c := range []struct {
+		mode      s3io.Compression
+		key, want string
+	}{
+		{"", "a/b.log.gz", "gzip"},
+		{s3io.CompressionAuto, "a/b.TGZ", "gzip"},
+		{s3io.CompressionAuto, "dump.sql.bz2", "bzip2"},
+		{s3io.CompressionAuto, "x.tar", "tar"},
+		{s3io.CompressionAuto, "x.zip", "zip"},
+		{s3io.CompressionAuto, "x.7z", "unsupported"},
+		{s3io.CompressionAuto, "notes.txt.Z", "unsupported"},
+		{s3io.CompressionAuto, "events.ndjson", ""}, // by magic bytes, or as stored
+		{s3io.CompressionNone, "a.gz", "none"},
+		{s3io.CompressionXz, "a.gz", "xz"},
+	} {
+		if got := s3io.FormatByName(c.mode, c.key); got != c.want {
+			t.Errorf("FormatByName(%q, %q) = %q, want %q", c.mode, c.key, got, c.want)
+		}
+	}
+}

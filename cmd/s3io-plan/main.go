@@ -71,8 +71,8 @@ func parseFlags(args []string, stdout io.Writer) (*options, error) {
 	fs.IntVar(&c.ListParallelism, "list-parallelism", 0, "LIST requests in flight (0: s3io's default)")
 	fs.Func("split-target", "stored bytes per descriptor, e.g. 64MiB (0: default)", sizeFlag(&c.SplitTargetBytes))
 	fs.IntVar(&c.MaxSplitMembers, "max-split-members", 0, "objects per descriptor at most (0: default)")
-	fs.StringVar(&c.Framer, "framer", "", "record framer: lines (default), ndjson, u32be")
-	fs.Func("compression", "auto (default), none, gzip or zstd", func(s string) error {
+	fs.StringVar(&c.Framer, "framer", "", "record framer: lines (default), ndjson, csv, json-array, u32be")
+	fs.Func("compression", "auto (default), none, or a codec: gzip, zstd, bzip2, xz, lz4, snappy, zlib, deflate, brotli", func(s string) error {
 		c.Compression = s3io.Compression(s)
 		return nil
 	})
@@ -283,7 +283,7 @@ func (s *summary) object(m s3io.Member) {
 	}
 	s.mix[name].Objects++
 	s.mix[name].Bytes += m.Size
-	// The planner reads 4 bytes of a large object of unknown compression to see whether it
+	// The planner reads 262 bytes of a large object of unknown format to see whether it
 	// may be cut into segments (lines and ndjson only): a GET made while planning.
 	if name == "other" && m.Archived == "" && m.Size > max(s.cfg.SplitTargetBytes, 64<<10) &&
 		(s.cfg.Framer == "lines" || s.cfg.Framer == "ndjson") {
@@ -302,17 +302,10 @@ func (s *summary) object(m s3io.Member) {
 }
 
 // compressionByName is the decision auto mode makes from the key alone; "other" objects are
-// probed for gzip or zstd magic bytes when read, and otherwise read as they are.
+// probed for magic bytes when read, and otherwise read as they are.
 func compressionByName(mode s3io.Compression, key string) string {
-	if mode != s3io.CompressionAuto {
-		return string(mode)
-	}
-	k := strings.ToLower(key)
-	switch {
-	case strings.HasSuffix(k, ".gz"), strings.HasSuffix(k, ".gzip"):
-		return "gzip"
-	case strings.HasSuffix(k, ".zst"), strings.HasSuffix(k, ".zstd"):
-		return "zstd"
+	if f := s3io.FormatByName(mode, key); f != "" {
+		return f
 	}
 	return "other"
 }
@@ -338,7 +331,7 @@ func (h *objHeap) Pop() any          { o := (*h)[len(*h)-1]; *h = (*h)[:len(*h)-
 
 // Mix is the objects one compression applies to.
 type Mix struct {
-	Compression string `json:"compression"` // gzip, zstd, none, or other: none or by magic bytes
+	Compression string `json:"compression"` // a codec, tar, zip, unsupported, or other: none or by magic bytes
 	Objects     int64  `json:"objects"`
 	Bytes       int64  `json:"bytes"`
 }
@@ -448,8 +441,16 @@ func (r *Report) print(out io.Writer) error {
 	p("segments\t%d", r.Segments)
 	p("compression\t%s", r.CompressionMode)
 	for _, m := range r.Compression {
-		note := map[string]string{"gzip": "named .gz or .gzip", "zstd": "named .zst or .zstd",
-			"other": "none, or gzip/zstd by magic bytes: auto mode probes these when read"}[m.Compression]
+		note := "by its name"
+		switch m.Compression {
+		case "unsupported":
+			note = "named as a format s3io refuses (.7z, .rar, .Z, …): each will be a Failure \"unsupported\""
+		case "other":
+			note = "none, or a format found by its magic bytes: auto mode probes these when read"
+		}
+		if r.CompressionMode != string(s3io.CompressionAuto) {
+			note = "as --compression says"
+		}
 		p("  %s\t%d objects, %s  %s", m.Compression, m.Objects, human(m.Bytes), note)
 	}
 	p("framer\t%s", r.Framer)
