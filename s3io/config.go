@@ -196,7 +196,8 @@ type Config struct {
 	// power of two), plus up to 4 MiB of decoded records for each of the two objects being
 	// decoded at a time (so at least 8 MiB + 64 KiB). A slow decoder (bzip2, xz, brotli) may
 	// hold more decoded records ahead in the part budget its object leaves unused, within
-	// the same bound. Each reader instance has its own, and keeps the part buffers it has
+	// the same bound: for prefixes of such objects, 128 MiB lets two cores decode (README,
+	// "What it reads"). Each reader instance has its own, and keeps the part buffers it has
 	// freed for its next reads within it.
 	ReadBufferBytes int64
 	// PartBytes is the size of the ranged GETs that read an object (default 2 MiB): a large
