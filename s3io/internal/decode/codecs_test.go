@@ -339,6 +339,7 @@ func TestCodecsWindowLimit(t *testing.T) {
 	br24 := clitool.Run(t, text, "brotli", "-q", "5", "-w", "24", "-c")
 	brLarge := clitool.Run(t, text, "brotli", "-q", "5", "--large_window=28", "-c")
 	brLarge26 := clitool.Run(t, text, "brotli", "-q", "5", "--large_window=26", "-c")
+	withDict := zstdWithDictionary(t)
 	cases := []struct {
 		name      string
 		max       int64
@@ -354,6 +355,7 @@ func TestCodecsWindowLimit(t *testing.T) {
 		{"zstd crafted 128 MiB at the default", 0, "a.zst", zstdFrameHeader(27, 0), ""},
 		{"zstd dictionary", 0, "a.zst", zstdFrameHeader(20, 7), "needs dictionary 7"},
 		{"zstd dictionary after a small frame", 0, "a.zst", cat(small, zstdFrameHeader(20, 9)), "needs dictionary 9"},
+		{"zstd -D with a trained dictionary", 0, "a.zst", withDict, "needs dictionary"},
 		{"xz -6 under a 4 MiB bound", 4 << 20, "a.xz", xz6, "asks for an 8 MiB window, above Config.MaxDecoderWindowBytes (4 MiB)"},
 		{"xz -6 at the default", 0, "a.xz", xz6, ""},
 		{"xz -0 then xz -6 under a 4 MiB bound", 4 << 20, "a.xz", cat(xz0, xz6), "above Config.MaxDecoderWindowBytes (4 MiB)"},
@@ -376,4 +378,22 @@ func TestCodecsWindowLimit(t *testing.T) {
 			t.Errorf("%s: err %q, want it to say %q", c.name, err, c.wantInMsg)
 		}
 	}
+}
+
+// zstdWithDictionary trains a dictionary with the zstd tool on small samples and returns a
+// sample compressed with it (zstd -D), as a real dictionary-compressed object is written.
+func zstdWithDictionary(t *testing.T) []byte {
+	t.Helper()
+	dir := t.TempDir()
+	var names []string
+	for i := range 200 {
+		name := fmt.Sprintf("s%03d.json", i)
+		body := fmt.Sprintf(`{"event":"click","user":%d,"page":"/products/%d","agent":"Mozilla/5.0 (X11; Linux x86_64)"}`+"\n", i, i%17)
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		names = append(names, name)
+	}
+	clitool.RunIn(t, dir, nil, "zstd", append([]string{"-q", "--train", "-o", "dict", "--maxdict=4096"}, names...)...)
+	return clitool.RunIn(t, dir, []byte(`{"event":"click","user":7,"page":"/products/7"}`+"\n"), "zstd", "-q", "-D", "dict", "-c")
 }
