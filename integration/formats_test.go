@@ -11,7 +11,6 @@ import (
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/register"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/testing/passert"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/testing/ptest"
-	"github.com/klauspost/compress/s2"
 
 	"github.com/spate-io/beam-s3/internal/clitool"
 	"github.com/spate-io/beam-s3/internal/s3test"
@@ -67,15 +66,15 @@ var toolObjects = []toolObject{
 	{"xz-T2.ndjson.xz", tool("xz", "-T2", "--block-size=128KiB", "-c")},
 	{"lz4.ndjson.lz4", tool("lz4", "-q", "-c")},
 	{"zlib.ndjson.zz", tool("pigz", "-z", "-c")},
-	{"raw.ndjson.deflate", tool("python3", "-c", "import sys, zlib; c = zlib.compressobj(9, zlib.DEFLATED, -15); sys.stdout.buffer.write(c.compress(sys.stdin.buffer.read()) + c.flush())")},
-	{"brotli.ndjson.br", tool("brotli", "-q", "6", "-c")},
-	{"snappy.ndjson.sz", func(t *testing.T, plain []byte) []byte {
-		var b bytes.Buffer
-		w := s2.NewWriter(&b, s2.WriterSnappyCompat()) // no snappy command-line tool exists in Debian
-		w.Write(plain)
-		w.Close()
-		return b.Bytes()
+	{"raw.ndjson.deflate", func(t *testing.T, plain []byte) []byte {
+		out, err := clitool.Deflate(plain, 9, -15)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return out
 	}},
+	{"brotli.ndjson.br", tool("brotli", "-q", "6", "-c")},
+	{"snappy.ndjson.sz", func(_ *testing.T, plain []byte) []byte { return clitool.SnappyFramed(plain) }}, // no Debian tool writes it
 	{"export.tar", archive("tar -cf out one.ndjson two.ndjson")},
 	{"export.tar.gz", archive("tar -czf out one.ndjson two.ndjson")},
 	{"export.tar.bz2", archive("tar -cjf out one.ndjson two.ndjson")},

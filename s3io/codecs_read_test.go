@@ -5,8 +5,6 @@ import (
 	"os"
 	"path/filepath"
 
-	"github.com/klauspost/compress/s2"
-
 	"github.com/spate-io/beam-s3/internal/clitool"
 )
 
@@ -16,23 +14,15 @@ import (
 // toolEnc encodes with a command-line tool, reading the records on stdin. A missing tool
 // fails the test (a panic in the fixture): .ci/run installs them all.
 func toolEnc(name string, args ...string) func([]byte) []byte {
-	return func(b []byte) []byte {
-		out, err := clitool.Output(b, name, args...)
-		if err != nil {
-			panic(err)
-		}
-		return out
-	}
+	return func(b []byte) []byte { return must(clitool.Output(b, name, args...)) }
 }
 
-// snappyEnc writes the Snappy framing format, as snappy's own framed writers do: there is
-// no snappy command-line tool in Debian.
-func snappyEnc(b []byte) []byte {
-	var out bytes.Buffer
-	w := s2.NewWriter(&out, s2.WriterSnappyCompat())
-	w.Write(b)
-	w.Close()
-	return out.Bytes()
+// must is out, or a panic that fails the test whose fixture could not be made.
+func must(out []byte, err error) []byte {
+	if err != nil {
+		panic(err)
+	}
+	return out
 }
 
 // halves writes b into dir as two files cut at the line boundary nearest its middle, and
@@ -96,9 +86,9 @@ func init() {
 		{"lbzip2.txt.bz2", toolEnc("lbzip2", "-c", "-n2", "-1")}, // one stream per 100k block
 		{"xz.txt.xz", toolEnc("xz", "-c", "-T2", "--block-size=64KiB")},
 		{"lz4.txt.lz4", toolEnc("lz4", "-c", "-q")},
-		{"snappy.txt.sz", snappyEnc},
+		{"snappy.txt.sz", clitool.SnappyFramed}, // no Debian tool writes Snappy framing
 		{"zlib.txt.zz", toolEnc("pigz", "-z", "-c")},
-		{"deflate.txt.deflate", toolEnc("python3", "-c", "import sys, zlib; c = zlib.compressobj(6, zlib.DEFLATED, -15); sys.stdout.buffer.write(c.compress(sys.stdin.buffer.read()) + c.flush())")},
+		{"deflate.txt.deflate", func(b []byte) []byte { return must(clitool.Deflate(b, 6, -15)) }},
 		{"brotli.txt.br", toolEnc("brotli", "-c", "-q", "5")},
 		{"tar.txt.tar.gz", archiveEnc(tarGz)},
 		{"zip.txt.zip", archiveEnc(zipped)},

@@ -30,29 +30,13 @@ func entryRecord(r s3io.Record) string {
 // failureKeyReason is a Failure as "key reason".
 func failureKeyReason(f s3io.Failure) string { return f.Key + " " + string(f.Reason) }
 
-// writeFiles writes files into a fresh directory and returns it.
-func writeFiles(t *testing.T, files map[string]string) string {
-	t.Helper()
-	dir := t.TempDir()
-	for name, body := range files {
-		p := filepath.Join(dir, name)
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return dir
-}
-
 // On prism, archives written by tar, gzip and zip are read entry by entry with each record's
 // entry named, the index running on across entries; a CSV header is dropped in every entry;
 // objects in formats s3io does not read (7z, .Z, rar) fail as unsupported and emit nothing.
 func TestPipelineArchivesAndUnsupported(t *testing.T) {
 	srv := s3test.New(t)
 	srv.CreateBucket(t, "arch")
-	dir := writeFiles(t, map[string]string{
+	dir := clitool.WriteFiles(t, map[string]string{
 		"2026/a.csv": "id,name\n1,\"one, uno\"\n2,\"two\nlines\"\n",
 		"2026/b.csv": "id,name\r\n3,three\r\n",
 		"notes.txt":  "not read: the archives hold only the csv files\n",

@@ -1,25 +1,15 @@
 package main
 
 import (
-	"bytes"
 	"cmp"
-	"compress/bzip2"
 	"fmt"
 	"io"
 	"os/exec"
 	"slices"
 	"strings"
 
-	"github.com/andybalholm/brotli"
-	"github.com/klauspost/compress/flate"
-	"github.com/klauspost/compress/gzip"
-	"github.com/klauspost/compress/s2"
-	"github.com/klauspost/compress/zlib"
-	"github.com/klauspost/compress/zstd"
-	"github.com/pierrec/lz4/v4"
-	"github.com/therootcompany/xz"
-
 	"github.com/spate-io/beam-s3/internal/clitool"
+	"github.com/spate-io/beam-s3/internal/codeclib"
 )
 
 // The codec prefixes (--codecs): codec-NAME/ holds the records of the main dataset's first
@@ -46,9 +36,8 @@ type codec struct {
 	ext    string // after .ndjson: what s3io's auto mode detects the codec by
 	writer string // how the objects are written, for the report
 	write  func(plain []byte) ([]byte, error)
-	// lib returns a reader goroutine's decoder of r, reusing its state across objects as
-	// the library allows (as s3io/internal/decode's codecs_bench_test.go does).
-	lib func() func(r io.Reader) (io.Reader, error)
+	// lib makes a reader goroutine's decoder: the library's own loop (internal/codeclib).
+	lib codeclib.Loop
 	// target is the ratio the issue asks for: against lib ("lib"), against s3io's plain
 	// read ("plain"), or none ("").
 	target string
@@ -65,80 +54,26 @@ func toolText(name string, args ...string) string {
 // codecAll is what --codecs all names.
 var codecAll = []string{"bzip2", "xz", "lz4", "snappy", "zlib", "deflate", "brotli"}
 
-const deflateScript = "import sys,zlib; c=zlib.compressobj(6, zlib.DEFLATED, -15); d=sys.stdin.buffer.read(); sys.stdout.buffer.write(c.compress(d)+c.flush())"
-
-func stdBzip2() func(io.Reader) (io.Reader, error) {
-	return func(r io.Reader) (io.Reader, error) { return bzip2.NewReader(r), nil }
-}
-
-func libXz() func(io.Reader) (io.Reader, error) {
-	z, _ := xz.NewReader(nil, 0) // fails only on invalid options
-	return func(r io.Reader) (io.Reader, error) { return z, z.Reset(r) }
-}
-
 var codecs = []codec{
-	{name: "gzip", bin: "gzip", ext: ".gz", writer: toolText("gzip", "-c"), write: tool("gzip", "-c"), lib: func() func(io.Reader) (io.Reader, error) {
-		var z *gzip.Reader
-		return func(r io.Reader) (io.Reader, error) {
-			if z == nil {
-				var err error
-				z, err = gzip.NewReader(r)
-				return z, err
-			}
-			return z, z.Reset(r)
-		}
-	}},
-	{name: "zstd", bin: "zstd", ext: ".zst", writer: toolText("zstd", "-c"), write: tool("zstd", "-c"), lib: func() func(io.Reader) (io.Reader, error) {
-		z, _ := zstd.NewReader(nil, zstd.WithDecoderConcurrency(1))
-		return func(r io.Reader) (io.Reader, error) { return z, z.Reset(r) }
-	}},
-	{name: "bzip2", bin: "bzip2", ext: ".bz2", writer: toolText("bzip2", "-c"), write: tool("bzip2", "-c"), lib: stdBzip2, target: "lib"},
+	{name: "gzip", bin: "gzip", ext: ".gz", writer: toolText("gzip", "-c"), write: tool("gzip", "-c"), lib: codeclib.Loops["gzip"]},
+	{name: "zstd", bin: "zstd", ext: ".zst", writer: toolText("zstd", "-c"), write: tool("zstd", "-c"), lib: codeclib.Loops["zstd"]},
+	{name: "bzip2", bin: "bzip2", ext: ".bz2", writer: toolText("bzip2", "-c"), write: tool("bzip2", "-c"), lib: codeclib.Loops["bzip2"], target: "lib"},
 	// pbzip2 writes one bzip2 stream per 900 kB block, concatenated; lbzip2 one stream of
 	// many blocks (both are the parallel compressors people use on big logs).
-	{name: "pbzip2", bin: "pbzip2", ext: ".bz2", writer: toolText("pbzip2", "-c") + " (one stream per 900 kB block)", write: tool("pbzip2", "-c"), lib: stdBzip2, target: "lib"},
-	{name: "lbzip2", bin: "lbzip2", ext: ".bz2", writer: toolText("lbzip2", "-c") + " (one stream)", write: tool("lbzip2", "-c"), lib: stdBzip2, target: "lib"},
-	{name: "xz", bin: "xz", ext: ".xz", writer: toolText("xz", "-c", "-T1"), write: tool("xz", "-c", "-T1"), lib: libXz, target: "lib"},
-	{name: "lz4", bin: "lz4", ext: ".lz4", writer: toolText("lz4", "-c"), write: tool("lz4", "-c"), lib: func() func(io.Reader) (io.Reader, error) {
-		z := lz4.NewReader(nil)
-		return func(r io.Reader) (io.Reader, error) { z.Reset(r); return z, nil }
-	}, target: "plain"},
+	{name: "pbzip2", bin: "pbzip2", ext: ".bz2", writer: toolText("pbzip2", "-c") + " (one stream per 900 kB block)", write: tool("pbzip2", "-c"), lib: codeclib.Loops["bzip2"], target: "lib"},
+	{name: "lbzip2", bin: "lbzip2", ext: ".bz2", writer: toolText("lbzip2", "-c") + " (one stream)", write: tool("lbzip2", "-c"), lib: codeclib.Loops["bzip2"], target: "lib"},
+	{name: "xz", bin: "xz", ext: ".xz", writer: toolText("xz", "-c", "-T1"), write: tool("xz", "-c", "-T1"), lib: codeclib.Loops["xz"], target: "lib"},
+	{name: "lz4", bin: "lz4", ext: ".lz4", writer: toolText("lz4", "-c"), write: tool("lz4", "-c"), lib: codeclib.Loops["lz4"], target: "plain"},
 	// Snappy framing has no standard command-line tool: klauspost/compress/s2 writes it.
-	{name: "snappy", ext: ".sz", writer: "klauspost/compress/s2 `s2.NewWriter(w, s2.WriterSnappyCompat())` (no CLI tool writes Snappy framing)", write: func(plain []byte) ([]byte, error) {
-		var b bytes.Buffer
-		w := s2.NewWriter(&b, s2.WriterSnappyCompat())
-		if _, err := w.Write(plain); err != nil {
-			return nil, err
-		}
-		err := w.Close()
-		return b.Bytes(), err
-	}, lib: func() func(io.Reader) (io.Reader, error) {
-		z := s2.NewReader(nil)
-		return func(r io.Reader) (io.Reader, error) { z.Reset(r); return z, nil }
-	}, target: "plain"},
-	{name: "zlib", bin: "pigz", ext: ".zz", writer: toolText("pigz", "-z", "-c"), write: tool("pigz", "-z", "-c"), lib: func() func(io.Reader) (io.Reader, error) {
-		var z io.ReadCloser
-		return func(r io.Reader) (io.Reader, error) {
-			if z == nil {
-				var err error
-				z, err = zlib.NewReader(r)
-				return z, err
-			}
-			return z, z.(zlib.Resetter).Reset(r, nil)
-		}
-	}},
-	{name: "deflate", bin: "python3", ext: ".deflate", writer: "`python3 -c 'import sys,zlib; c=zlib.compressobj(6, zlib.DEFLATED, -15); …'`", write: tool("python3", "-c", deflateScript),
-		lib: func() func(io.Reader) (io.Reader, error) {
-			z := flate.NewReader(nil)
-			return func(r io.Reader) (io.Reader, error) { return z, z.(flate.Resetter).Reset(r, nil) }
-		}},
+	{name: "snappy", ext: ".sz", writer: "klauspost/compress/s2 `s2.NewWriter(w, s2.WriterSnappyCompat())` (no CLI tool writes Snappy framing)",
+		write: func(plain []byte) ([]byte, error) { return clitool.SnappyFramed(plain), nil }, lib: codeclib.Loops["snappy"], target: "plain"},
+	{name: "zlib", bin: "pigz", ext: ".zz", writer: toolText("pigz", "-z", "-c"), write: tool("pigz", "-z", "-c"), lib: codeclib.Loops["zlib"]},
+	{name: "deflate", bin: "python3", ext: ".deflate", writer: "python3's `zlib.compressobj(6, zlib.DEFLATED, -15)`",
+		write: func(plain []byte) ([]byte, error) { return clitool.Deflate(plain, 6, -15) }, lib: codeclib.Loops["deflate"]},
 	// brotli's default quality, 11, compresses under 1 MB/s (0.75 MB/s on the 2-core
 	// machine of the README's tables, -q 9 8.7 MB/s): -q 9 writes the same format with the
 	// tool's default window (lgwin 22, 4 MiB) and stores ~12% more bytes.
-	{name: "brotli", bin: "brotli", ext: ".br", writer: toolText("brotli", "-c", "-q", "9") + " (not the default -q 11, ~12× slower to write)", write: tool("brotli", "-c", "-q", "9"),
-		lib: func() func(io.Reader) (io.Reader, error) {
-			z := brotli.NewReader(nil)
-			return func(r io.Reader) (io.Reader, error) { return z, z.Reset(r) }
-		}},
+	{name: "brotli", bin: "brotli", ext: ".br", writer: toolText("brotli", "-c", "-q", "9") + " (not the default -q 11, ~12× slower to write)", write: tool("brotli", "-c", "-q", "9"), lib: codeclib.Loops["brotli"]},
 	{name: codecPlain, ext: "", writer: "uncompressed (the reference of the lz4 and snappy targets)", write: func(plain []byte) ([]byte, error) { return plain, nil },
 		lib: func() func(io.Reader) (io.Reader, error) {
 			return func(r io.Reader) (io.Reader, error) { return r, nil }

@@ -8,10 +8,14 @@ package clitool
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/klauspost/compress/s2"
 )
 
 // packages names the Debian package of each tool the tests use.
@@ -104,4 +108,38 @@ func run(stdin []byte, dir, name string, args ...string) ([]byte, error) {
 // OutputIn is Output with the working directory dir, for tools that read or write files.
 func OutputIn(dir string, stdin []byte, name string, args ...string) ([]byte, error) {
 	return run(stdin, dir, name, args...)
+}
+
+// Deflate compresses data with python3's zlib at level and wbits (-15: raw deflate, no
+// header; 15: zlib): Debian ships no tool that writes raw deflate.
+func Deflate(data []byte, level, wbits int) ([]byte, error) {
+	return Output(data, "python3", "-c", fmt.Sprintf(
+		"import sys, zlib; c = zlib.compressobj(%d, zlib.DEFLATED, %d); sys.stdout.buffer.write(c.compress(sys.stdin.buffer.read()) + c.flush())", level, wbits))
+}
+
+// SnappyFramed writes data in the Snappy framing format with klauspost/compress/s2's
+// Snappy-compatible writer, the one format here no Debian tool writes.
+func SnappyFramed(data []byte) []byte {
+	var b bytes.Buffer
+	w := s2.NewWriter(&b, s2.WriterSnappyCompat())
+	w.Write(data) // a bytes.Buffer never fails
+	w.Close()
+	return b.Bytes()
+}
+
+// WriteFiles writes files (path: content) into a fresh temporary directory and returns it,
+// for the archivers to pack.
+func WriteFiles(t testing.TB, files map[string]string) string {
+	t.Helper()
+	dir := t.TempDir()
+	for name, body := range files {
+		p := filepath.Join(dir, name)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir
 }

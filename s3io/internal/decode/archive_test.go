@@ -14,22 +14,6 @@ import (
 	"github.com/spate-io/beam-s3/internal/clitool"
 )
 
-// archiveFiles writes files into a fresh directory, in name order, and returns it.
-func archiveFiles(t *testing.T, files map[string]string) string {
-	t.Helper()
-	dir := t.TempDir()
-	for name, body := range files {
-		p := filepath.Join(dir, name)
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return dir
-}
-
 // entryRecord is one framed record and the entry it came from.
 type entryRecord struct{ entry, rec string }
 
@@ -87,7 +71,7 @@ var archiveOrder = []string{"a.txt", "b/c.txt", "b/empty.txt", "d.txt"}
 var archiveWant = []entryRecord{{"a.txt", "a1"}, {"a.txt", "a2"}, {"b/c.txt", "c1"}, {"b/c.txt", "c2"}, {"d.txt", "d1"}}
 
 func TestTarEntries(t *testing.T) {
-	dir := archiveFiles(t, archiveInput)
+	dir := clitool.WriteFiles(t, archiveInput)
 	tarball := clitool.RunIn(t, dir, nil, "tar", append([]string{"-cf", "-"}, archiveOrder...)...)
 	cases := []struct {
 		name, key string
@@ -120,7 +104,7 @@ func TestTarEntries(t *testing.T) {
 		sameRecords(t, recs, []entryRecord{{"a.txt", "a1"}, {"a.txt", "a2"}, {"b/c.txt", "c1"}, {"b/c.txt", "c2"}})
 	})
 	t.Run("entries decoded by their own names", func(t *testing.T) {
-		d2 := archiveFiles(t, nil)
+		d2 := clitool.WriteFiles(t, nil)
 		os.WriteFile(filepath.Join(d2, "log.gz"), clitool.RunIn(t, d2, []byte("g1\ng2\n"), "gzip", "-c"), 0o644)
 		os.WriteFile(filepath.Join(d2, "log.zst"), clitool.RunIn(t, d2, []byte("z1\n"), "zstd", "-c", "-q"), 0o644)
 		data := clitool.RunIn(t, d2, nil, "tar", "-cf", "-", "log.gz", "log.zst")
@@ -148,7 +132,7 @@ func TestTarEntries(t *testing.T) {
 		}
 	})
 	t.Run("nested archive is unsupported", func(t *testing.T) {
-		d2 := archiveFiles(t, nil)
+		d2 := clitool.WriteFiles(t, nil)
 		os.WriteFile(filepath.Join(d2, "inner.tar"), tarball, 0o644)
 		data := clitool.RunIn(t, d2, nil, "tar", "-cf", "-", "inner.tar")
 		recs, _, err := readObject(t, Auto, "outer.tar", data, 0)
@@ -159,7 +143,7 @@ func TestTarEntries(t *testing.T) {
 }
 
 func TestZipEntries(t *testing.T) {
-	dir := archiveFiles(t, archiveInput)
+	dir := clitool.WriteFiles(t, archiveInput)
 	zipped := func(t *testing.T, args ...string) []byte {
 		os.Remove(filepath.Join(dir, "out.zip"))
 		clitool.RunIn(t, dir, nil, "zip", append(append([]string{"-q", "-X"}, args...), append([]string{"out.zip"}, archiveOrder...)...)...)
@@ -218,7 +202,7 @@ func TestZipEntries(t *testing.T) {
 			many[name] = fmt.Sprintf("r%d\n", i)
 			want = append(want, entryRecord{name, fmt.Sprintf("r%d", i)})
 		}
-		d2 := archiveFiles(t, many)
+		d2 := clitool.WriteFiles(t, many)
 		clitool.RunIn(t, d2, nil, "zip", "-q", "-r", "-X", "out.zip", "dir")
 		data, _ := os.ReadFile(filepath.Join(d2, "out.zip"))
 		recs, gets, err := readObject(t, Auto, "many.zip", data, 0)
@@ -272,7 +256,7 @@ func TestZipEntries(t *testing.T) {
 // TestEntriesDiscard resumes an archive's framing at every record boundary, as a resume
 // hint does: the rest of the records, and nothing else, follow.
 func TestEntriesDiscard(t *testing.T) {
-	dir := archiveFiles(t, archiveInput)
+	dir := clitool.WriteFiles(t, archiveInput)
 	tarball := clitool.RunIn(t, dir, nil, "tar", append([]string{"-cf", "-"}, archiveOrder...)...)
 	open := func() *RecordReader {
 		d := &Decompressors{}

@@ -11,7 +11,6 @@ import (
 	"testing"
 
 	"github.com/golang/snappy"
-	"github.com/klauspost/compress/s2"
 
 	"github.com/spate-io/beam-s3/internal/clitool"
 )
@@ -19,21 +18,11 @@ import (
 // pyDeflate compresses data with python3's zlib at wbits (-15: raw deflate, 15: zlib).
 func pyDeflate(t testing.TB, data []byte, wbits int) []byte {
 	t.Helper()
-	return clitool.Run(t, data, "python3", "-c", fmt.Sprintf(
-		"import zlib,sys; c=zlib.compressobj(6,zlib.DEFLATED,%d); d=sys.stdin.buffer.read(); sys.stdout.buffer.write(c.compress(d)+c.flush())", wbits))
-}
-
-func s2Snappy(t testing.TB, data []byte) []byte {
-	t.Helper()
-	var b bytes.Buffer
-	w := s2.NewWriter(&b, s2.WriterSnappyCompat())
-	if _, err := w.Write(data); err != nil {
+	out, err := clitool.Deflate(data, 6, wbits)
+	if err != nil {
 		t.Fatal(err)
 	}
-	if err := w.Close(); err != nil {
-		t.Fatal(err)
-	}
-	return b.Bytes()
+	return out
 }
 
 func golangSnappy(t testing.TB, data []byte) []byte {
@@ -85,7 +74,7 @@ func cliObjects(t testing.TB, text []byte) []cliObject {
 		{"lz4 concatenated", Lz4, ".lz4", true, cat(lz, clitool.Run(t, half, "lz4", "-c")), twice},
 		{"lz4 --content-size", Lz4, ".lz4", true, clitool.Run(t, text, "lz4", "--content-size", "-c"), text},
 		{"lz4 -B4 block checksums", Lz4, ".lz4", true, clitool.Run(t, text, "lz4", "-B4", "-BX", "-BD", "-c"), text},
-		{"snappy framing by s2", Snappy, ".sz", true, s2Snappy(t, text), text},
+		{"snappy framing by s2", Snappy, ".sz", true, clitool.SnappyFramed(text), text},
 		{"snappy framing by golang/snappy", Snappy, ".sz", true, golangSnappy(t, text), text},
 		{"pigz -z", Zlib, ".zz", true, clitool.Run(t, text, "pigz", "-z", "-c"), text},
 		{"python zlib", Zlib, ".zlib", true, pyDeflate(t, text, 15), text},

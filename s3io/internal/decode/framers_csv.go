@@ -9,17 +9,26 @@ import (
 // UTF-8 text file. It is not data, so the csv and json-array framers skip it.
 var utf8BOM = []byte{0xEF, 0xBB, 0xBF}
 
-// skipBOM reports how many leading bytes of data a framer that has not yet looked at its
-// stream's first bytes should consume as a UTF-8 BOM: 3, 0 (none), or -1 (data is a proper
-// prefix of a BOM and more is coming, so it cannot tell yet).
-func skipBOM(data []byte, atEOF bool) int {
-	if bytes.HasPrefix(data, utf8BOM) {
-		return 3
+// bomSkipper consumes a UTF-8 BOM at the very start of a framer's stream (Excel and some
+// exporters write one); csv and json-array embed it.
+type bomSkipper struct {
+	started bool // the stream's first bytes were checked for a BOM
+}
+
+// skip reports whether Frame must return now, consuming n bytes (3 for a BOM, 0 when data
+// is a proper prefix of one and more is coming), before it looks at data itself.
+func (b *bomSkipper) skip(data []byte, atEOF bool) (n int, ret bool) {
+	if b.started {
+		return 0, false
 	}
 	if !atEOF && len(data) < len(utf8BOM) && bytes.HasPrefix(utf8BOM, data) {
-		return -1
+		return 0, true
 	}
-	return 0
+	b.started = true
+	if bytes.HasPrefix(data, utf8BOM) {
+		return len(utf8BOM), true
+	}
+	return 0, false
 }
 
 // NewCSVFramer returns a framer of RFC 4180 records, registered as "csv": each record is
@@ -58,8 +67,8 @@ func NewCSVFramer() Framer { return &csvFramer{} }
 // in the data of the last call stopped: the next call's data starts at the same record, so
 // the scan resumes there instead of rescanning a long record on every refill.
 type csvFramer struct {
-	pos     int64 // stream offset of the data of the next call, counted from the framer's start
-	started bool  // the stream's first bytes were checked for a BOM
+	pos int64 // stream offset of the data of the next call, counted from the framer's start
+	bomSkipper
 
 	// The scan of the pending record, valid only while Frame returns (0, nil, nil).
 	scanned int  // bytes of the record scanned
@@ -71,16 +80,9 @@ type csvFramer struct {
 // quote to quote with bytes.IndexByte, and looks at single bytes only around quotes: a CSV
 // record of ordinary fields then costs two vectorized scans.
 func (f *csvFramer) Frame(data []byte, atEOF bool) (int, []byte, error) {
-	if !f.started {
-		n := skipBOM(data, atEOF)
-		if n < 0 {
-			return 0, nil, nil
-		}
-		f.started = true
-		if n > 0 {
-			f.pos += int64(n)
-			return n, nil, nil
-		}
+	if n, ret := f.skip(data, atEOF); ret {
+		f.pos += int64(n)
+		return n, nil, nil
 	}
 	i, inQuote, quoteAt := f.scanned, f.inQuote, f.quoteAt
 	if i > len(data) {

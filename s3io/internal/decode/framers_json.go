@@ -70,8 +70,8 @@ const (
 // scanned; inside one it cannot (a record must be contiguous), so it remembers how far into
 // the record it got and resumes there when the data comes back with more behind it.
 type jsonArrayFramer struct {
-	pos     int64 // stream offset of the data of the next call
-	started bool  // the stream's first bytes were checked for a BOM
+	pos int64 // stream offset of the data of the next call
+	bomSkipper
 
 	state  uint8
 	key    bool   // the string being scanned is an object key
@@ -152,16 +152,9 @@ func specialBytes(x uint64) uint64 {
 // the record on its own (a ',' and whitespace), so that the record starts the next call's
 // data and the reader's offset for it is its first byte.
 func (f *jsonArrayFramer) Frame(data []byte, atEOF bool) (int, []byte, error) {
-	if !f.started {
-		n := skipBOM(data, atEOF)
-		if n < 0 {
-			return 0, nil, nil
-		}
-		f.started = true
-		if n > 0 {
-			f.pos += int64(n)
-			return n, nil, nil
-		}
+	if n, ret := f.skip(data, atEOF); ret {
+		f.pos += int64(n)
+		return n, nil, nil
 	}
 	i, st := 0, f.state
 	if f.inRecord {
