@@ -17,8 +17,16 @@
 // --shape puts a proxy (internal/netshape) between the readers and the server that waits
 // 30 ms before each request and paces each response to 90 MB/s, and compares s3io through
 // it with the loop at 1, 2 and 32 GETs in flight, with s3io through the unshaped proxy
-// (s3io-unshaped) and with s3io straight to the server (s3io-direct). --small adds 4,096
-// plain objects of 64 KiB, where request latency dominates.
+// (s3io-unshaped) and with s3io straight to the server (s3io-direct); loop2-direct is loop2
+// straight to the server, for the two-core floor. --small adds 4,096 plain objects of
+// 64 KiB, where request latency dominates.
+//
+// The report ends with issue 20's rows, ratios of medians measured in the one run: the
+// two-core floor per format, (beam.Run's CPU time in the floor run + the loopback loop2's
+// CPU time + the server's during it) / 2, and s3io's loopback read against it; with --shape,
+// s3io shaped ÷ s3io-unshaped per format and on small/, and s3io ÷ loop32 on small/; with an
+// s3io-batches variant, its records/s against s3io's and loop2's; every s3io variant's
+// highest peak RSS. Each row has its target; a row missing a variant says which.
 //
 // The dataset is deterministic NDJSON (~213-byte records; plain, gzip and zstd copies of the
 // same records under plain/, gzip/ and zstd/), generated once into --data-dir, which also
@@ -90,6 +98,7 @@ const (
 	variantS3io         = "s3io"
 	variantS3ioUnshaped = "s3io-unshaped"
 	variantS3ioDirect   = "s3io-direct"
+	variantLoop2Direct  = "loop2-direct" // loop2 straight to the server with --shape: the two-core floor's loop on loopback
 	variantTextio       = "textio"
 	variantFloor        = "floor" // the same records emitted from memory: Beam's per-element floor
 	variantIdle         = "idle"  // an s3io pipeline over an empty prefix (--big): the baseline process
@@ -97,9 +106,9 @@ const (
 
 var (
 	defaultVariants = []string{variantLoop1, variantLoop2, variantS3io, variantTextio, variantFloor}
-	shapeVariants   = []string{variantS3io, variantLoop1, variantLoop2, variantLoop32, variantS3ioUnshaped, variantS3ioDirect, variantFloor}
-	knownVariants   = []string{variantLoop1, variantLoop2, variantLoop32, variantS3io, variantS3ioUnshaped, variantS3ioDirect, variantTextio, variantFloor, variantLib}
-	loopReaders     = map[string]int{variantLoop1: 1, variantLoop2: 2, variantLoop32: 32}
+	shapeVariants   = []string{variantS3io, variantLoop1, variantLoop2, variantLoop32, variantS3ioUnshaped, variantS3ioDirect, variantFloor, variantLoop2Direct}
+	knownVariants   = []string{variantLoop1, variantLoop2, variantLoop32, variantS3io, variantS3ioUnshaped, variantS3ioDirect, variantTextio, variantFloor, variantLib, variantLoop2Direct}
+	loopReaders     = map[string]int{variantLoop1: 1, variantLoop2: 2, variantLoop32: 32, variantLoop2Direct: 2}
 )
 
 func main() {
@@ -206,8 +215,8 @@ func (o *options) check() error {
 		return errors.New("--small-count must be positive")
 	case o.shape && slices.Contains(o.variants, variantTextio):
 		return errors.New("textio cannot run with --shape: it reaches the server virtual-hosted, not through the proxy")
-	case !o.shape && (slices.Contains(o.variants, variantS3ioUnshaped) || slices.Contains(o.variants, variantS3ioDirect)):
-		return errors.New("s3io-unshaped and s3io-direct compare with the shaped proxy: they need --shape")
+	case !o.shape && (slices.Contains(o.variants, variantS3ioUnshaped) || slices.Contains(o.variants, variantS3ioDirect) || slices.Contains(o.variants, variantLoop2Direct)):
+		return errors.New("s3io-unshaped, s3io-direct and loop2-direct compare with the shaped proxy: they need --shape")
 	case o.rounds < 1 || o.retryLoaded < 0:
 		return errors.New("--rounds must be at least 1 and --retry-loaded not negative")
 	}
@@ -277,8 +286,8 @@ func (o *options) prefixes() []string {
 }
 
 // reads reports whether variant runs on prefix among the main runs: the floor only on its
-// records in memory, small/ only with s3io and the loops, a codec prefix only with s3io
-// and lib, and lib only on a codec prefix.
+// records in memory, small/ only with s3io (shaped and unshaped) and the loops but
+// loop2-direct, a codec prefix only with s3io and lib, and lib only on a codec prefix.
 func reads(prefix, variant string) bool {
 	isS3io := variant == variantS3io || variant == variantS3ioUnshaped || variant == variantS3ioDirect
 	switch {
@@ -289,7 +298,7 @@ func reads(prefix, variant string) bool {
 	case prefix == prefixMemory || variant == variantFloor:
 		return prefix == prefixMemory && variant == variantFloor
 	case prefix == prefixSmall:
-		return variant == variantS3io || loopReaders[variant] > 0
+		return variant == variantS3io || variant == variantS3ioUnshaped || (loopReaders[variant] > 0 && variant != variantLoop2Direct)
 	}
 	return true
 }

@@ -54,9 +54,9 @@ func (b *benchRun) want(prefix string) *prefixData {
 
 func (c *cell) ran() bool { return len(c.ok)+len(c.failed) > 0 }
 
-// stats are a cell's medians over its successful runs, and the range of its MB/s: 10^6
-// bytes of decompressed data delivered per second of wall time.
-type stats struct{ mbps, lo, hi, recsPerSec, wall, cpu, server, other, rssMiB, inFlight float64 }
+// stats are a cell's medians over its successful runs, the range of its MB/s (10^6 bytes of
+// decompressed data delivered per second of wall time), and its highest peak RSS.
+type stats struct{ mbps, lo, hi, recsPerSec, wall, cpu, server, other, rssMiB, rssMaxMiB, inFlight float64 }
 
 func (c *cell) stats() stats {
 	if len(c.ok) == 0 {
@@ -75,6 +75,7 @@ func (c *cell) stats() stats {
 		return (xs[(len(xs)-1)/2] + xs[len(xs)/2]) / 2
 	}
 	mb := col(func(r *runResult) float64 { return float64(r.child.Bytes) / 1e6 / r.wall() })
+	rss := col(func(r *runResult) float64 { return float64(r.child.VmHWMKiB) / 1024 })
 	return stats{
 		mbps: (mb[(len(mb)-1)/2] + mb[len(mb)/2]) / 2, lo: mb[0], hi: mb[len(mb)-1],
 		recsPerSec: med(func(r *runResult) float64 { return float64(r.child.Records) / r.wall() }),
@@ -83,6 +84,7 @@ func (c *cell) stats() stats {
 		server:     med(func(r *runResult) float64 { return r.serverCPU }),
 		other:      med(func(r *runResult) float64 { return r.otherCPU }),
 		rssMiB:     med(func(r *runResult) float64 { return float64(r.child.VmHWMKiB) / 1024 }),
+		rssMaxMiB:  rss[len(rss)-1],
 		inFlight:   med(func(r *runResult) float64 { return float64(r.inFlight) }),
 	}
 }
@@ -302,35 +304,6 @@ func (b *benchRun) memory(w *strings.Builder) {
 			}
 		}
 		w.WriteString(row(c.prefix+"/", c.variant, speed, f2(s.wall), f2(s.cpu), fmt.Sprintf("%.0f", s.rssMiB), above, c.countText(), c.checkText(), c.runsText()))
-	}
-}
-
-// ratios writes the comparisons the shaped benchmark is judged by, as far as their runs were
-// made: s3io shaped against unshaped, against loop32 on small objects, and s3io on loopback
-// against the two-core floor for gzip: the wall time of a read that spreads Beam's
-// per-element work and gzip decoding perfectly over two cores.
-func (b *benchRun) ratios(w *strings.Builder) {
-	var lines []string
-	mbps := func(prefix, variant string) float64 { return b.cell(prefix, variant).stats().mbps }
-	for _, f := range b.opts.formats {
-		if s, u := mbps(f, variantS3io), mbps(f, variantS3ioUnshaped); s > 0 && u > 0 {
-			lines = append(lines, fmt.Sprintf("%s: s3io shaped / s3io-unshaped throughput = %.0f / %.0f MB/s = **%.2f**", f, s, u, s/u))
-		}
-	}
-	if s, l := mbps(prefixSmall, variantS3io), mbps(prefixSmall, variantLoop32); s > 0 && l > 0 && b.opts.shape {
-		lines = append(lines, fmt.Sprintf("small/: s3io shaped / loop32 shaped = %.0f / %.0f MB/s = **%.2f**", s, l, s/l))
-	}
-	if floor, loop2 := b.cell(prefixMemory, variantFloor).stats(), b.cell(formatGzip, variantLoop2).stats(); floor.cpu > 0 && loop2.cpu > 0 {
-		twoCore := (floor.cpu + loop2.cpu) / 2
-		line := fmt.Sprintf("gzip two-core floor = (floor CPU %.2f s + loop2 gzip CPU %.2f s) / 2 = %.2f s", floor.cpu, loop2.cpu, twoCore)
-		loopback := map[bool]string{false: variantS3io, true: variantS3ioDirect}[b.opts.shape]
-		if wall := b.cell(formatGzip, loopback).stats().wall; wall > 0 {
-			line += fmt.Sprintf("; %s gzip wall %.2f s = **%.2f×** the floor", loopback, wall, wall/twoCore)
-		}
-		lines = append(lines, line)
-	}
-	if len(lines) > 0 {
-		fmt.Fprintf(w, "\n## Ratios (medians)\n\n- %s\n", strings.Join(lines, "\n- "))
 	}
 }
 

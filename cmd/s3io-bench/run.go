@@ -220,10 +220,10 @@ func (b *benchRun) runRetrying(ctx context.Context, j job, progress string) runR
 func (b *benchRun) run(ctx context.Context, j job) runResult {
 	name := filepath.Join(b.logDir, fmt.Sprintf("r%d-%s-%s", j.round, j.prefix, j.variant))
 	res := runResult{job: j, serverCPU: -1, otherCPU: -1, inFlight: -1, log: name + ".log"}
-	// With --shape, every read but s3io-direct's (and the floor's and the memory check's)
-	// goes through the proxy, shaped but for s3io-unshaped.
+	// With --shape, every read but s3io-direct's and loop2-direct's (and the floor's and the
+	// memory check's) goes through the proxy, shaped but for s3io-unshaped.
 	endpoint := b.gw.URL
-	proxied := b.proxy != nil && j.variant != variantS3ioDirect && j.variant != variantFloor && j.prefix != prefixBig && j.prefix != prefixEmpty
+	proxied := b.proxy != nil && j.variant != variantS3ioDirect && j.variant != variantLoop2Direct && j.variant != variantFloor && j.prefix != prefixBig && j.prefix != prefixEmpty
 	if proxied {
 		endpoint = b.proxy.URL
 		b.proxy.SetShaping(j.variant != variantS3ioUnshaped)
