@@ -133,13 +133,14 @@ func TestIssueRowsShaped(t *testing.T) {
 		small(variantLoop32, 4.2),                                  // 47.6 MB/s: 1.05
 		small(variantLoop2, 40),
 	)
+	b.results[1].otherCPU = 1 // s3io shaped on plain/ competed with other processes
 	checkRows(t, b.issueRows(), []string{"plain", "small"}, [][]string{
 		{"s3io on loopback (s3io-direct)", "100 MB/s, 2.00 s", "", ""},
 		{"two-core floor = (floor CPU s + loop2-direct CPU s + its server's CPU s) / 2", "(6.00 + 1.50 + 0.50) / 2 = 4.00 s", "", ""},
 		{"s3io ÷ two-core floor (floor s ÷ s3io-direct wall s)", "2.00× met", "", "≥ 0.85 plain, ≥ 0.90 gzip and zstd"},
 		{"s3io through the proxy, unshaped (s3io-unshaped)", "100 MB/s", "100 MB/s", ""},
 		{"s3io through the proxy, shaped (s3io)", "80 MB/s", "50 MB/s", ""},
-		{"shaped ÷ unshaped", "0.80× **missed**", "0.50× **missed**", "≥ 0.90"},
+		{"shaped ÷ unshaped", "0.80× **missed**", "0.50×", "≥ 0.90 (small/: against loop32, below)"},
 		{"loop32 through the proxy, shaped", "", "48 MB/s", ""},
 		{"s3io shaped ÷ loop32 shaped", "", "1.05× met", "≥ 0.90"},
 		{"peak RSS of s3io, highest run", "180 MiB", "100 MiB", "< 256 MiB"},
@@ -147,6 +148,7 @@ func TestIssueRowsShaped(t *testing.T) {
 		{"peak RSS of s3io-direct, highest run", "170 MiB", "", "< 256 MiB"},
 	}, []string{
 		"highest peak RSS of any s3io run: 190 MiB (s3io-unshaped on plain/, round 1), under 256 MiB",
+		"**loaded runs: 1 of the 11 kept** (other processes took more than a fifth of a core during them; foreign load, above): the ratios are not this machine's alone",
 	})
 }
 
