@@ -44,6 +44,9 @@ const na = ""
 // runs counted other records than were generated is returned with a note.
 func (rb *rowsBuilder) need(prefix, variant string) (*cell, string) {
 	if !slices.Contains(rb.b.opts.variants, variant) {
+		if rb.b.opts.shape && (variant == variantS3ioDirect || variant == variantLoop2Direct) {
+			return nil, variant + " not selected (--variants; with --shape the floor rows use the runs straight to the server)"
+		}
 		return nil, variant + " not selected (--variants)"
 	}
 	c := rb.b.cell(prefix, variant)

@@ -152,6 +152,20 @@ func TestIssueRowsShaped(t *testing.T) {
 	})
 }
 
+// With --shape, a floor row without its loopback runs says that it needs them.
+func TestIssueRowsShapedFloorMissing(t *testing.T) {
+	o := &options{formats: []string{formatPlain}, shape: true, rounds: 1, variants: []string{variantS3io, variantLoop2, variantFloor}}
+	b := fixture(o, res(1, prefixMemory, variantFloor, 3, 6, 0, 900), res(1, formatPlain, variantS3io, 5, 9, 1, 200), res(1, formatPlain, variantLoop2, 2, 1.5, 0.5, 60))
+	got := b.issueRows()
+	if want := "two-core floor = (floor CPU s + loop2-direct CPU s + its server's CPU s) / 2: " +
+		"loop2-direct not selected (--variants; with --shape the floor rows use the runs straight to the server)"; !slices.Contains(got.notes, want) {
+		t.Errorf("notes %q lack %q", got.notes, want)
+	}
+	if r := got.rows[1]; r[1] != "—" {
+		t.Errorf("floor row %q computed from loop2 through the shaped proxy", r)
+	}
+}
+
 // s3io-batches, when it ran: records/s against s3io's and loop2's; its peak RSS counts.
 func TestIssueRowsBatches(t *testing.T) {
 	o := &options{formats: []string{formatPlain}, variants: []string{variantS3io, variantLoop2, variantBatches}, rounds: 1}
