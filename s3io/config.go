@@ -70,8 +70,9 @@ const (
 	// measurement through a proxy that adds 30 ms per request and paces each connection to
 	// 90 MB/s, as S3 does (README, "Performance"): enough parts in flight to hide the
 	// latency of each and to add up many connections' bandwidth, within a memory bound.
-	defaultReadBufferBytes     = 40 << 20
-	defaultPartBytes           = 2 << 20
+	defaultReadBufferBytes     = 136 << 20
+	defaultWorkerBufferBytes   = 96 << 20
+	defaultPartBytes           = 8 << 20
 	defaultMaxRequestsInFlight = 32
 	// defaultListParallelism keeps 16 LIST requests in flight: S3 answers a 1,000-key page
 	// in ~75–300 ms, so one request at a time lists a million keys in several minutes.
@@ -192,18 +193,28 @@ type Config struct {
 	// job someone else's data.
 	ExpectedBucketOwner string
 	// ReadBufferBytes bounds the bytes one reader holds ahead of what it emits (default
-	// 40 MiB): parts fetched and not yet decoded (each counted at its size rounded up to a
+	// 136 MiB): parts fetched and not yet decoded (each counted at its size rounded up to a
 	// power of two), plus up to 4 MiB of decoded records for each of the two objects being
-	// decoded at a time (so at least 8 MiB + 64 KiB). A slow decoder (bzip2, xz, brotli) may
-	// hold more decoded records ahead in the part budget its object leaves unused, within
-	// the same bound: for prefixes of such objects, 128 MiB lets two cores decode (README,
-	// "What it reads"). Each reader instance has its own, and keeps the part buffers it has
-	// freed for its next reads within it.
+	// decoded at a time (so at least 8 MiB + 64 KiB). It is a limit, not what a reader
+	// takes: the bytes it fetches ahead start at 32 MiB and follow the bandwidth-delay
+	// product, growing while the decoder waits on the network and shrinking while it waits
+	// on the emitter, within this bound and within WorkerBufferBytes. A slow decoder
+	// (bzip2, xz, brotli) may hold more decoded records ahead in the part budget its object
+	// leaves unused, within the same bounds (README, "What it reads").
 	ReadBufferBytes int64
-	// PartBytes is the size of the ranged GETs that read an object (default 2 MiB): a large
-	// object is read as several parts in flight, a small one in one GET. Smaller parts hide
-	// a request's latency with less memory; each costs a request. At most ReadBufferBytes
-	// less the 8 MiB of decoding windows.
+	// WorkerBufferBytes caps the fetched parts of all the readers of one worker process
+	// together (default 128 MiB): a runner runs a reader per bundle thread, and their
+	// budgets share this cap, which with the default keeps a two-core worker reading at
+	// full speed under 256 MiB of resident memory (docs/performance.md). The readers also
+	// share the buffers: what one frees, the next reuses.
+	WorkerBufferBytes int64
+	// PartBytes bounds the ranged GETs that read an object (default 8 MiB, as AWS advises):
+	// a large object is read as several parts in flight, a small one in one GET. A reader's
+	// first parts after it was idle are small (256 KiB, then 1 MiB) so that its first
+	// records come a request's latency after it starts; later parts grow with its fetch
+	// budget, a sixteenth of it, so that enough of them stay in flight to carry it over
+	// connections of ~90 MB/s each, up to this size. At most ReadBufferBytes less the 8 MiB
+	// of decoding windows.
 	PartBytes int64
 	// MaxRequestsInFlight bounds one reader's concurrent GETs (default 32, at most 1024): parts of the
 	// current object and of the objects after it, started ahead of their records.
@@ -231,6 +242,7 @@ func (c Config) WithDefaults() Config {
 	c.MaxAttempts = cmp.Or(c.MaxAttempts, defaultMaxAttempts)
 	c.ReadTimeout = cmp.Or(c.ReadTimeout, defaultReadTimeout)
 	c.ReadBufferBytes = cmp.Or(c.ReadBufferBytes, defaultReadBufferBytes)
+	c.WorkerBufferBytes = cmp.Or(c.WorkerBufferBytes, defaultWorkerBufferBytes)
 	c.PartBytes = cmp.Or(c.PartBytes, defaultPartBytes)
 	c.MaxRequestsInFlight = cmp.Or(c.MaxRequestsInFlight, defaultMaxRequestsInFlight)
 	c.ListParallelism = cmp.Or(c.ListParallelism, defaultListParallelism)
@@ -296,6 +308,9 @@ func (c Config) validateReading() error {
 	}
 	if c.ReadBufferBytes != 0 && c.ReadBufferBytes < minReadBufferBytes {
 		return fmt.Errorf("s3io: Config.ReadBufferBytes is %d; it must be at least %d, room for the decoding windows and one part (0 means the default, %d)", c.ReadBufferBytes, minReadBufferBytes, defaultReadBufferBytes)
+	}
+	if c.WorkerBufferBytes < 0 || c.WorkerBufferBytes > 0 && c.WorkerBufferBytes < minPartClass {
+		return fmt.Errorf("s3io: Config.WorkerBufferBytes is %d; it must be at least %d, room for one part (0 means the default, %d)", c.WorkerBufferBytes, minPartClass, defaultWorkerBufferBytes)
 	}
 	if c.PartBytes < 0 || c.PartBytes > c.ReadBufferBytes-decodeWindows {
 		return fmt.Errorf("s3io: Config.PartBytes is %d; it must be positive and at most Config.ReadBufferBytes less %d for decoding (0 means the default, %d)", c.PartBytes, decodeWindows, defaultPartBytes)
@@ -366,8 +381,24 @@ const (
 	minReadBufferBytes = decodeWindows + 64<<10
 )
 
-// fetchBudget is the bytes a reader may hold in fetched parts.
+// minPartClass is the smallest buffer a part takes.
+const minPartClass = 64 << 10
+
+// fetchBudget is the most a reader may hold in fetched parts.
 func (c *Config) fetchBudget() int64 { return c.ReadBufferBytes - decodeWindows }
+
+// initialFetchBytes is where a reader's fetch budget starts, and minFetchBytes the least it
+// shrinks to: 32 MiB of 2 MiB parts hides S3's latency at ~600 MB/s (real-s3.md).
+const (
+	initialFetchBytes = 32 << 20
+	minFetchBytes     = 8 << 20
+)
+
+// newBudget returns a reader's share of pool, as c bounds it.
+func (c *Config) newBudget(pool *fetch.Pool) *fetch.Budget {
+	hi := min(c.fetchBudget(), c.WorkerBufferBytes)
+	return fetch.NewBudget(pool, initialFetchBytes, minFetchBytes, hi)
+}
 
 // decoding returns how many objects a reader decodes ahead of the one it emits, and the
 // bytes of framed records each may hold.

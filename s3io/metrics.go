@@ -23,7 +23,10 @@ import "github.com/apache/beam/sdks/v2/go/pkg/beam"
 //	range_ignored                    ranged GETs the server answered with the whole object (200):
 //	                                 read exactly, the bytes before the range received and dropped
 //	cancelled_gets                   GETs cut short because a split, a failure or the end of a read made them unneeded
-//	dropped_bytes                    bytes fetched ahead and dropped unread for the same reasons
+//	dropped_bytes                    bytes fetched ahead and dropped unread for the same reasons, or
+//	                                 because the restriction they were fetched for did not come next
+//	members_fetched_ahead            members whose fetch began before their restriction did, announced
+//	                                 by the step before the reader (lookahead.go)
 //	objects_failed                   objects quarantined (each a Failure)
 //	objects_failed_<reason>          the same by reason: deleted, overwritten, corrupt,
 //	                                 record_too_large, unreadable, archived
@@ -59,6 +62,7 @@ var (
 	metricRecords         = beam.NewCounter(MetricsNamespace, "records")
 	metricCancelledGets   = beam.NewCounter(MetricsNamespace, "cancelled_gets")
 	metricDroppedBytes    = beam.NewCounter(MetricsNamespace, "dropped_bytes")
+	metricFetchedAhead    = beam.NewCounter(MetricsNamespace, "members_fetched_ahead")
 )
 
 var (

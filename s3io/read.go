@@ -16,6 +16,8 @@ func init() {
 	register.DoFn3x1[context.Context, string, func(SplitDescriptor), error](&planFn{})
 	register.DoFn5x1[context.Context, *sdf.LockRTracker, SplitDescriptor, func([]byte), func(Failure), error](&readFn{})
 	register.DoFn5x1[context.Context, *sdf.LockRTracker, SplitDescriptor, func(Record), func(Failure), error](&readPositionsFn{})
+	register.DoFn4x0[beam.Window, beam.EventTime, SplitDescriptor, func(beam.EventTime, SplitDescriptor)](&lookaheadFn{})
+	register.Emitter2[beam.EventTime, SplitDescriptor]()
 	register.Function1x1(failJob)
 	register.Combiner2[failureSummary, Failure](&summarizeFailures{})
 	register.Emitter1[SplitDescriptor]()
@@ -141,6 +143,7 @@ func readPrefix(s beam.Scope, cfg Config, positions bool) (records, failures bea
 // positions, Records. cfg is prepared.
 func readSplits(s beam.Scope, cfg Config, descriptors beam.PCollection, positions bool) (records, failures beam.PCollection) {
 	s = s.Scope("s3io.ReadSplits")
+	descriptors = withLookahead(s, cfg, descriptors)
 	if positions {
 		return beam.ParDo2(s, &readPositionsFn{reader{Cfg: cfg}}, descriptors)
 	}

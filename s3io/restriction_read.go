@@ -20,22 +20,31 @@ type restrictionRead struct {
 	ahead   int                  // members decoded ahead of the one being read
 	fetches []*fetch.ObjectFetch // by member - start.Member; nil once handed to a memberRead
 	reads   []*memberRead        // same indexing: members whose decoding has started
-	fetcher *fetch.Fetcher
 }
 
+// newRestrictionRead queues the fetches of rest's members, taking over those the instance
+// fetched ahead for them, and then fetches ahead for the restrictions announced next.
 func (fn *reader) newRestrictionRead(ctx context.Context, d SplitDescriptor, rest restriction) *restrictionRead {
-	gets := fetch.NewGets(fn.client, d.Bucket, fn.Cfg.fetchSettings())
-	rd := &restrictionRead{fn: fn, d: d, start: rest.Start, hint: rest.Resume, last: rest.lastMember(),
-		fetcher: fetch.NewFetcher(ctx, gets, fn.pool)}
+	rd := &restrictionRead{fn: fn, d: d, start: rest.Start, hint: rest.Resume, last: rest.lastMember()}
 	rd.ahead, _ = fn.Cfg.decoding()
 	n := max(rd.last-rest.Start.Member+1, 0)
 	rd.fetches, rd.reads = make([]*fetch.ObjectFetch, n), make([]*memberRead, n)
+	wants := make([]aheadWant, 0, n)
 	for m := rest.Start.Member; m <= rd.last; m++ {
 		if d.Members[m].Archived != "" {
 			continue // never requested: its GET could only fail
 		}
-		rd.fetches[m-rest.Start.Member] = rd.fetcher.Add(d.Members[m].object(), rd.spanOf(m).fetchRange())
+		wants = append(wants, aheadWant{i: m - rest.Start.Member, bucket: d.Bucket, obj: d.Members[m].object(), rng: rd.spanOf(m).fetchRange()})
 	}
+	for _, w := range fn.ahead.take(wants, fn.getsFor, fn.fetcher) {
+		if w.ahead {
+			metricFetchedAhead.Inc(ctx, 1)
+		}
+		w.of.Bind(ctx)
+		rd.fetches[w.i] = w.of
+	}
+	fn.ahead.started(d.ID, rest.Start)
+	fn.ahead.fetchNext(fn.fetcher, fn.getsFor)
 	return rd
 }
 
@@ -82,20 +91,29 @@ func (rd *restrictionRead) truncate(ctx context.Context, last int) {
 	rd.last = min(rd.last, last)
 }
 
-// close drops everything the read still holds and accounts for what it transferred.
+// close drops everything the read still holds and accounts for what the fetcher
+// transferred.
 func (rd *restrictionRead) close(ctx context.Context) {
 	rd.truncate(ctx, rd.start.Member-1)
-	rd.fetcher.Close()
-	st := rd.fetcher.Stats()
+	rd.fn.reportFetches(ctx)
+}
+
+// reportFetches counts what the instance's fetcher transferred since the last report: the
+// fetcher outlives restrictions, and what it fetched ahead and dropped is counted in the
+// report that follows the drop, at the latest at the bundle's end.
+func (fn *reader) reportFetches(ctx context.Context) {
+	all := fn.fetcher.Stats()
+	st := all.Since(fn.reported)
+	fn.reported = all
 	metricGets.Inc(ctx, st.Gets)
 	metricBodyResumes.Inc(ctx, st.Resumes)
 	metricRawBytes.Inc(ctx, st.Received)
 	metricCancelledGets.Inc(ctx, st.Cancelled)
 	metricDroppedBytes.Inc(ctx, st.Dropped)
 	metricRangeIgnored.Inc(ctx, st.RangeIgnored)
-	if st.RangeIgnored > 0 && rd.fn.warnedRange.CompareAndSwap(false, true) {
-		log.Warnf(ctx, "s3io: s3://%s: %d ranged GETs were answered with the whole object (200, not 206): the server or a proxy in front of it ignores Range. Reads stay exact (the bytes before each range are discarded), but each costs the object's bytes up to its range; counter %s/range_ignored counts them. Warned once per reader.",
-			rd.d.Bucket, st.RangeIgnored, MetricsNamespace)
+	if st.RangeIgnored > 0 && fn.warnedRange.CompareAndSwap(false, true) {
+		log.Warnf(ctx, "s3io: %d ranged GETs were answered with the whole object (200, not 206): the server or a proxy in front of it ignores Range. Reads stay exact (the bytes before each range are discarded), but each costs the object's bytes up to its range; counter %s/range_ignored counts them. Warned once per reader.",
+			st.RangeIgnored, MetricsNamespace)
 	}
 }
 
@@ -150,7 +168,8 @@ func (fn *reader) startMember(ctx context.Context, d SplitDescriptor, m int, spa
 		return recs, comp == decode.None && entries == nil, slowCodec(comp), err
 	}
 	_, window := fn.Cfg.decoding()
-	credit := partCredit{pool: fn.pool, keep: fn.Cfg.fetchBudget() / 4}
+	budget := fn.fetcher.Budget()
+	credit := partCredit{budget: budget, keep: budget.Limit() / 4}
 	mr.frames = decode.StartFraming(decode.FramingSource{Open: open, Consumed: src.Consumed, Cancel: of.Cancel, StopAt: span.stopAt, Credit: credit},
 		window, fn.Cfg.fetchBudget()-credit.keep)
 	return mr
@@ -168,12 +187,12 @@ func slowCodec(c decode.Compression) bool {
 // partCredit lends a slow decoder the part budget it does not need for parts, keeping keep
 // bytes free so that the object being emitted always finds room for its next part.
 type partCredit struct {
-	pool *fetch.Pool
-	keep int64
+	budget *fetch.Budget
+	keep   int64
 }
 
-func (c partCredit) Reserve(n int64) bool { return c.pool.Reserve(n, c.keep) }
-func (c partCredit) Release(n int64)      { c.pool.Release(n) }
+func (c partCredit) Reserve(n int64) bool { return c.budget.Reserve(n, c.keep) }
+func (c partCredit) Release(n int64)      { c.budget.Release(n) }
 
 // finish stops mr's goroutine, drops what it fetched and did not use, and accounts for
 // what it decoded.

@@ -27,9 +27,16 @@ type reader struct {
 	// resumable is false for a framer that cannot start at a record's byte offset: its
 	// claims then carry no resume hint, and a residual re-frames its member from the start.
 	resumable bool
-	// pool holds the part buffers of this instance's reads, one restriction at a time, so
-	// that a restriction's read reuses what the one before released.
-	pool *fetch.Pool
+	// fetcher fetches the parts of this instance's restrictions, one after another, within
+	// its budget's share of the worker's pool (releasePool gives that back). It outlives
+	// each restriction so that the next one's first parts can be in flight before it starts.
+	fetcher     *fetch.Fetcher
+	releasePool func()
+	gets        map[string]*fetch.Gets // by bucket
+	reported    fetch.Stats            // the fetcher's counts last added to the metrics
+	// ahead holds what the instance fetches for restrictions announced and not yet started
+	// (lookahead.go).
+	ahead aheadFetches
 	// decs holds idle decoders: objects are decoded several at a time (Config.decoding),
 	// each with its own, and a zstd decoder's buffers are worth reusing.
 	decsMu sync.Mutex
@@ -44,10 +51,34 @@ func (fn *reader) Setup(ctx context.Context) error {
 		return fmt.Errorf("s3io: framer %q is not registered in this worker's binary; register it in an init function, not in main", fn.Cfg.Framer)
 	}
 	fn.newFramer, fn.resumable = f, resumesAtOffset(fn.Cfg.Framer)
-	fn.pool = fetch.NewPool(fn.Cfg.fetchBudget())
 	c, err := newClient(ctx, fn.Cfg)
+	if err != nil {
+		return err
+	}
 	fn.client = c
-	return err
+	pool, release := fetch.WorkerPool(fn.Cfg.WorkerBufferBytes)
+	fn.fetcher, fn.releasePool = fetch.NewFetcher(context.Background(), fn.Cfg.fetchSettings(), pool, fn.Cfg.newBudget(pool)), release
+	fn.gets = map[string]*fetch.Gets{}
+	fn.ahead.key = lookaheadKey(fn.Cfg)
+	return nil
+}
+
+// finishBundle drops what was fetched ahead for restrictions that did not come: the bundle
+// is over, and the instance may stay idle while its parts hold the worker's memory. Each
+// DoFn's FinishBundle calls it (Beam wants FinishBundle to take ProcessElement's emitters).
+func (fn *reader) finishBundle(ctx context.Context) {
+	fn.ahead.dropAll()
+	fn.reportFetches(ctx)
+}
+
+// getsFor returns the pinned reads of bucket.
+func (fn *reader) getsFor(bucket string) *fetch.Gets {
+	g := fn.gets[bucket]
+	if g == nil {
+		g = fetch.NewGets(fn.client, bucket, fn.Cfg.fetchSettings())
+		fn.gets[bucket] = g
+	}
+	return g
 }
 
 func (fn *reader) Teardown() {
@@ -57,8 +88,11 @@ func (fn *reader) Teardown() {
 		d.Close()
 	}
 	fn.decs = nil
-	if fn.pool != nil {
-		fn.pool.Close()
+	fn.ahead.dropAll()
+	if fn.fetcher != nil {
+		fn.fetcher.Close()
+		fn.releasePool()
+		fn.fetcher = nil
 	}
 }
 
@@ -226,6 +260,10 @@ func (fn *readFn) ProcessElement(ctx context.Context, rt *sdf.LockRTracker, d Sp
 	return fn.process(ctx, rt, d, func(_ int, _ int64, _ string, rec []byte) { emit(rec) }, fail)
 }
 
+func (fn *readFn) FinishBundle(ctx context.Context, _ func([]byte), _ func(Failure)) {
+	fn.finishBundle(ctx)
+}
+
 // readPositionsFn emits each record with its identity.
 type readPositionsFn struct{ reader }
 
@@ -233,4 +271,8 @@ func (fn *readPositionsFn) ProcessElement(ctx context.Context, rt *sdf.LockRTrac
 	return fn.process(ctx, rt, d, func(m int, idx int64, entry string, rec []byte) {
 		emit(Record{SplitID: d.ID, Key: d.Members[m].Key, Member: m, Index: idx, Entry: entry, Data: rec})
 	}, fail)
+}
+
+func (fn *readPositionsFn) FinishBundle(ctx context.Context, _ func(Record), _ func(Failure)) {
+	fn.finishBundle(ctx)
 }

@@ -178,7 +178,7 @@ func TestRangeIgnored(t *testing.T) {
 	big, data := fx.objects[4], fx.data[4]
 	var peak atomic.Int64
 	f, _ := fx.newFetcher(&peak)
-	s := f.Add(big, Range{PlanEnd: big.Size}).Stream()
+	s := f.Add(fx.gets, big, Range{PlanEnd: big.Size}).Stream()
 	got, err := io.ReadAll(s)
 	s.Close()
 	f.Close()
@@ -234,7 +234,7 @@ func TestIfMatchIgnored(t *testing.T) {
 	r.Close()
 	var peak atomic.Int64
 	f, _ := fx.newFetcher(&peak)
-	s := f.Add(o, Range{PlanEnd: o.Size}).Stream()
+	s := f.Add(fx.gets, o, Range{PlanEnd: o.Size}).Stream()
 	got, err := io.ReadAll(s)
 	s.Close()
 	f.Close()

@@ -40,3 +40,9 @@ type Stats struct {
 	// correctly, at the cost of the object's bytes before the range (counted in Received).
 	RangeIgnored int64
 }
+
+// Since returns what was transferred after s0 was taken.
+func (s Stats) Since(s0 Stats) Stats {
+	return Stats{Gets: s.Gets - s0.Gets, Resumes: s.Resumes - s0.Resumes, Received: s.Received - s0.Received,
+		Cancelled: s.Cancelled - s0.Cancelled, Dropped: s.Dropped - s0.Dropped, RangeIgnored: s.RangeIgnored - s0.RangeIgnored}
+}

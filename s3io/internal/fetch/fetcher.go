@@ -9,27 +9,32 @@ import (
 // A Fetcher keeps a reader's GETs in flight: real S3 answers each request after tens of
 // milliseconds and sends ~90 MB/s per connection, so one request at a time reads small
 // objects at a few MB/s and large ones at one connection's speed. The fetcher walks the
-// objects it is given in order and cuts each into parts of Settings.PartBytes, fetching as
-// many parts (of one object, or of the objects ahead) at once as
-// Settings.MaxRequestsInFlight and its Pool allow. Parts are pinned ranged GETs, each
-// resuming from its own next byte when its body breaks; an object's parts are handed to
-// its reader strictly in order.
+// objects it is given in order and cuts each into parts, fetching as many parts (of one
+// object, or of the objects ahead) at once as Settings.MaxRequestsInFlight, its Budget and
+// its Pool allow. Parts are pinned ranged GETs, each resuming from its own next byte when
+// its body breaks; an object's parts are handed to its reader strictly in order.
 //
-// Parts are issued in object and offset order, so the pool can never deadlock: the part
+// One fetcher serves a reader for its lifetime, across restrictions, so that the objects of
+// the next restriction can be queued (and fetched) before it starts.
+//
+// Parts are issued in object and offset order, so the budget can never deadlock: the part
 // the reader of the current object waits for was always issued before any part held by a
 // later object.
 type Fetcher struct {
 	ctx    context.Context
 	cancel context.CancelFunc
-	gets   *Gets
-	pool   *Pool         // bounds the fetched bytes not yet consumed by a reader
+	set    Settings
+	pool   *Pool         // the worker's part buffers, shared with other readers
+	budget *Budget       // this reader's share of them
 	reqs   chan struct{} // one token per request in flight
 
-	mu     sync.Mutex
-	queue  []*ObjectFetch // objects with parts left to issue, in order
-	wake   chan struct{}
-	wg     sync.WaitGroup
-	issued int // parts issued (scheduler only)
+	mu       sync.Mutex
+	queue    []*ObjectFetch // objects with parts left to issue, in order
+	running  bool           // a scheduler goroutine is walking the queue
+	wg       sync.WaitGroup
+	issued   int  // parts issued since the fetcher was last idle (scheduler only)
+	wasIdle  bool // the queue ran dry: the next object starts with small parts (under mu)
+	inflight atomic.Int64
 
 	gotten, resumes, received, cancelled, dropped, rangeIgnored atomic.Int64
 }
@@ -38,6 +43,7 @@ type Fetcher struct {
 // ahead; bytes after planEnd are read on demand.
 type ObjectFetch struct {
 	f       *Fetcher
+	gets    *Gets
 	obj     Object
 	from    int64
 	planEnd int64
@@ -53,6 +59,7 @@ type ObjectFetch struct {
 	taken bool
 	// streamed objects are not fetched ahead: their reader streams them with one GET.
 	streamed bool
+	stopBind func() bool // ends the link Bind made to a read's context
 }
 
 // part is one ranged GET of an object, buffered whole.
@@ -63,19 +70,20 @@ type part struct {
 	err  error
 }
 
-// NewFetcher starts the scheduler of one reader's GETs, made with gets, their parts held
-// in pool. Close must be called.
-func NewFetcher(ctx context.Context, gets *Gets, pool *Pool) *Fetcher {
+// NewFetcher returns the scheduler of one reader's GETs, following set, their parts held in
+// pool within budget. Its goroutine runs while objects wait in its queue. Close must be
+// called.
+func NewFetcher(ctx context.Context, set Settings, pool *Pool, budget *Budget) *Fetcher {
 	ctx, cancel := context.WithCancel(ctx)
-	f := &Fetcher{
-		ctx: ctx, cancel: cancel, gets: gets, pool: pool,
-		reqs: make(chan struct{}, gets.set.MaxRequestsInFlight),
-		wake: make(chan struct{}, 1),
+	return &Fetcher{
+		ctx: ctx, cancel: cancel, set: set, pool: pool, budget: budget,
+		reqs:    make(chan struct{}, set.MaxRequestsInFlight),
+		wasIdle: true,
 	}
-	f.wg.Add(1)
-	go f.schedule()
-	return f
 }
+
+// Budget returns the share of the pool the fetcher's parts are held within.
+func (f *Fetcher) Budget() *Budget { return f.budget }
 
 // Range is what to fetch of an object: [From, PlanEnd) in parts, fetched ahead; what the
 // reader asks for past PlanEnd, up to the object's end, in requests of TailWindow bytes
@@ -85,54 +93,63 @@ type Range struct {
 	TailWindow    int64
 }
 
-// Add queues r of o for fetching, after every object added before.
-func (f *Fetcher) Add(o Object, r Range) *ObjectFetch {
+// Add queues r of o, read with gets, for fetching after every object added before. Its
+// requests end with the fetcher, with Drop, or with the context Bind links it to.
+func (f *Fetcher) Add(gets *Gets, o Object, r Range) *ObjectFetch {
 	ctx, cancel := context.WithCancel(f.ctx)
-	partBytes := f.gets.set.PartBytes
 	n := int64(1)
 	if r.PlanEnd > r.From {
-		n = (r.PlanEnd-r.From+partBytes-1)/partBytes + int64(len(rampParts))
+		// The channel holds every part the object can be cut into: no part is smaller than
+		// the first ramp part or PartBytes.
+		unit := min(f.set.PartBytes, rampParts[0])
+		n = (r.PlanEnd-r.From+unit-1)/unit + 1
 	}
-	of := &ObjectFetch{f: f, obj: o, from: r.From, planEnd: r.PlanEnd, tail: r.TailWindow, ctx: ctx, cancel: cancel,
+	of := &ObjectFetch{f: f, gets: gets, obj: o, from: r.From, planEnd: r.PlanEnd, tail: r.TailWindow, ctx: ctx, cancel: cancel,
 		parts: make(chan *part, n), next: r.From}
-	if f.gets.set.VerifyChecksums && r.From == 0 && r.PlanEnd == o.Size && o.Size > partBytes {
+	if f.set.VerifyChecksums && r.From == 0 && r.PlanEnd == o.Size && o.Size > f.set.PartBytes {
 		// S3 checksums cover whole objects, so a checksummed read cannot be cut into parts.
 		of.streamed, of.planEnd = true, 0
 	}
 	f.mu.Lock()
 	f.queue = append(f.queue, of)
-	f.mu.Unlock()
-	select {
-	case f.wake <- struct{}{}:
-	default:
+	if !f.running && f.ctx.Err() == nil {
+		f.running = true
+		f.wg.Add(1)
+		go f.schedule()
 	}
+	f.mu.Unlock()
 	return of
 }
 
-// schedule issues the queued objects' parts in order, each once the pool and a request
-// slot allow it.
+// Bind links of's requests to ctx, the context of the read that will consume it: they end
+// when it ends. An object can be added before its read begins (the next restriction's) and
+// bound once it does.
+func (of *ObjectFetch) Bind(ctx context.Context) {
+	if of.stopBind != nil {
+		of.stopBind()
+	}
+	of.stopBind = context.AfterFunc(ctx, of.cancel)
+}
+
+// schedule issues the queued objects' parts in order, each once the budget, the pool and a
+// request slot allow it, and returns when the queue is empty.
 func (f *Fetcher) schedule() {
 	defer f.wg.Done()
 	for {
 		f.mu.Lock()
-		var of *ObjectFetch
-		if len(f.queue) > 0 {
-			of = f.queue[0]
-			f.queue = f.queue[1:]
-			of.taken = true
-		}
-		f.mu.Unlock()
-		if of == nil {
-			select {
-			case <-f.wake:
-				continue
-			case <-f.ctx.Done():
-				return
-			}
-		}
-		if !f.issue(of) && f.ctx.Err() != nil {
+		if len(f.queue) == 0 || f.ctx.Err() != nil {
+			f.running, f.wasIdle = false, true
+			f.mu.Unlock()
 			return
 		}
+		of := f.queue[0]
+		f.queue = f.queue[1:]
+		of.taken = true
+		if f.wasIdle {
+			f.issued, f.wasIdle = 0, false
+		}
+		f.mu.Unlock()
+		f.issue(of)
 	}
 }
 
@@ -144,14 +161,14 @@ func (f *Fetcher) issue(of *ObjectFetch) bool {
 	}
 	for first := true; first || of.next < of.planEnd; first = false {
 		n := min(f.partSize(), max(of.planEnd-of.next, 0))
-		buf, ok := f.pool.get(of.ctx, n)
+		buf, ok := f.getBuf(of.ctx, n)
 		if !ok {
 			return false
 		}
 		select {
 		case f.reqs <- struct{}{}:
 		case <-of.ctx.Done():
-			f.pool.put(buf)
+			f.putBuf(buf)
 			return false
 		}
 		p := &part{off: of.next, done: make(chan struct{}), buf: buf}
@@ -164,23 +181,57 @@ func (f *Fetcher) issue(of *ObjectFetch) bool {
 	return true
 }
 
-// rampParts are the sizes of a reader's first parts. The decoder waits for the first part
-// whole, and on prism restrictions are read one after the other: a small first part
-// shortens the wait that begins every restriction from a request's latency plus a full
-// part's transfer to little more than the latency.
+// rampParts are the sizes of the first parts after the fetcher was idle. The decoder waits
+// for the first part whole, and on prism restrictions are read one after the other: a small
+// first part shortens the wait that begins a restriction nothing was fetched ahead for from
+// a request's latency plus a full part's transfer to little more than the latency.
 var rampParts = [...]int64{256 << 10, 1 << 20}
 
+// partsInFlight is how many parts the budget is cut into: enough concurrent connections to
+// carry its bytes at ~90 MB/s each, while larger budgets mean larger parts and fewer
+// requests (AWS advises 8–16 MiB ranged GETs).
+const partsInFlight = 16
+
+// minPartBytes is the smallest part after the ramp.
+const minPartBytes = 1 << 20
+
+// partSize is the size of the next part: small after the fetcher was idle, then growing
+// with the budget, up to Settings.PartBytes.
 func (f *Fetcher) partSize() int64 {
 	if f.issued < len(rampParts) {
-		return min(rampParts[f.issued], f.gets.set.PartBytes)
+		return min(rampParts[f.issued], f.set.PartBytes)
 	}
-	return f.gets.set.PartBytes
+	n := int64(minPartBytes)
+	for n*2*partsInFlight <= f.budget.Limit() {
+		n *= 2
+	}
+	return min(n, f.set.PartBytes)
+}
+
+// getBuf waits until the budget and the pool both hold room for a part of n bytes.
+func (f *Fetcher) getBuf(ctx context.Context, n int64) ([]byte, bool) {
+	c := partClass(n)
+	if !f.budget.take(ctx, c) {
+		return nil, false
+	}
+	b, ok := f.pool.get(ctx, n)
+	if !ok {
+		f.budget.give(c)
+	}
+	return b, ok
+}
+
+// putBuf returns a part's buffer to the pool and its room to the budget.
+func (f *Fetcher) putBuf(b []byte) {
+	c := int64(cap(b))
+	f.pool.put(b)
+	f.budget.give(c)
 }
 
 // fetch reads one part into its buffer.
 func (f *Fetcher) fetch(of *ObjectFetch, p *part) {
 	defer f.wg.Done()
-	r := f.gets.Open(of.ctx, of.obj, p.off, p.off+int64(len(p.buf)))
+	r := of.gets.Open(of.ctx, of.obj, p.off, p.off+int64(len(p.buf)))
 	p.err = r.readFull(p.buf)
 	r.Close()
 	<-f.reqs
@@ -208,7 +259,7 @@ func (f *Fetcher) Stats() Stats {
 // releasePart returns p's buffer to the pool. A part is released once, by the goroutine
 // that reads its object or by a drop, never both.
 func (f *Fetcher) releasePart(p *part) {
-	f.pool.put(p.buf)
+	f.putBuf(p.buf)
 	p.buf = nil
 }
 
@@ -219,6 +270,9 @@ func (of *ObjectFetch) Cancel() { of.cancel() }
 // read to its end, or was split away. It waits for the parts in flight to end.
 func (of *ObjectFetch) Drop() {
 	of.cancel()
+	if of.stopBind != nil {
+		of.stopBind()
+	}
 	f := of.f
 	f.mu.Lock()
 	if !of.taken {
@@ -259,7 +313,7 @@ func (f *Fetcher) Close() {
 // part plan, counted with the fetcher's requests and cancelled with the object: a zip's
 // central directory, read from the tail before the entries stream from the front.
 func (of *ObjectFetch) ReadRange(from, to int64) ([]byte, error) {
-	r := of.f.gets.Open(of.ctx, of.obj, from, to)
+	r := of.gets.Open(of.ctx, of.obj, from, to)
 	defer of.f.account(r)
 	defer r.Close()
 	buf := make([]byte, to-from)

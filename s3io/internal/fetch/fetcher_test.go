@@ -73,7 +73,7 @@ func (fx *fixture) newFetcher(peak *atomic.Int64) (*Fetcher, *Pool) {
 		for m := peak.Load(); held > m && !peak.CompareAndSwap(m, held); m = peak.Load() {
 		}
 	}
-	return NewFetcher(context.Background(), fx.gets, pool), pool
+	return NewFetcher(context.Background(), fx.set, pool, NewBudget(pool, fx.budget, fx.budget, fx.budget)), pool
 }
 
 // inFlight is an http.RoundTripper that counts the GETs whose bodies are open.
@@ -132,7 +132,7 @@ func TestFetcherOrderBudgetAndRequests(t *testing.T) {
 	f, pool := fx.newFetcher(&peak)
 	var streams []*Stream
 	for _, m := range fx.objects {
-		streams = append(streams, f.Add(m, Range{PlanEnd: m.Size}).Stream())
+		streams = append(streams, f.Add(fx.gets, m, Range{PlanEnd: m.Size}).Stream())
 	}
 	time.Sleep(100 * time.Millisecond) // let the fetcher run up against its budget
 	for i, s := range streams {
@@ -191,8 +191,8 @@ func TestFetcherDropWhileInFlight(t *testing.T) {
 
 	var peak atomic.Int64
 	f, pool := fx.newFetcher(&peak)
-	first := f.Add(fx.objects[0], Range{PlanEnd: fx.objects[0].Size}).Stream()
-	second := f.Add(fx.objects[1], Range{PlanEnd: fx.objects[1].Size}).Stream()
+	first := f.Add(fx.gets, fx.objects[0], Range{PlanEnd: fx.objects[0].Size}).Stream()
+	second := f.Add(fx.gets, fx.objects[1], Range{PlanEnd: fx.objects[1].Size}).Stream()
 	buf := make([]byte, 2*part)
 	if _, err := io.ReadFull(first, buf); err != nil || !bytes.Equal(buf, fx.data[0][:2*part]) {
 		t.Fatalf("first two parts: %v", err)
@@ -225,7 +225,7 @@ func TestFetcherCloseUnread(t *testing.T) {
 	f, pool := fx.newFetcher(&peak)
 	var fetches []*ObjectFetch
 	for _, m := range fx.objects {
-		fetches = append(fetches, f.Add(m, Range{PlanEnd: m.Size}))
+		fetches = append(fetches, f.Add(fx.gets, m, Range{PlanEnd: m.Size}))
 	}
 	time.Sleep(50 * time.Millisecond)
 	for _, of := range fetches {
@@ -247,7 +247,7 @@ func TestVerifyChecksumsReadsWholeObjects(t *testing.T) {
 	var peak atomic.Int64
 	f, _ := fx.newFetcher(&peak)
 	for i, m := range fx.objects {
-		s := f.Add(m, Range{PlanEnd: m.Size}).Stream()
+		s := f.Add(fx.gets, m, Range{PlanEnd: m.Size}).Stream()
 		got, err := io.ReadAll(s)
 		s.Close()
 		if err != nil || !bytes.Equal(got, fx.data[i]) {

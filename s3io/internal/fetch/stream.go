@@ -32,16 +32,30 @@ func (s *Stream) Read(p []byte) (int, error) {
 		}
 		var pt *part
 		var ok bool
+		waited := false
 		select {
 		case pt, ok = <-s.of.parts:
-		case <-s.of.ctx.Done():
-			return 0, &ReadError{Offset: s.pos, Attempts: 1, Err: s.of.ctx.Err()}
+		default:
+			waited = true
+			select {
+			case pt, ok = <-s.of.parts:
+			case <-s.of.ctx.Done():
+				return 0, &ReadError{Offset: s.pos, Attempts: 1, Err: s.of.ctx.Err()}
+			}
 		}
 		if !ok {
 			s.done = true
 			continue
 		}
-		<-pt.done
+		select {
+		case <-pt.done:
+		default:
+			waited = true
+			<-pt.done
+		}
+		// What the reader waited for tells the budget whether more bytes in flight would
+		// have helped.
+		s.of.f.budget.partRead(waited)
 		if pt.err != nil {
 			s.of.f.releasePart(pt)
 			return 0, pt.err
@@ -59,9 +73,9 @@ func (s *Stream) readTail(p []byte) (int, error) {
 			return 0, io.EOF
 		}
 		if of.streamed {
-			s.tail = of.f.gets.Open(of.ctx, of.obj, s.pos, of.obj.Size)
+			s.tail = of.gets.Open(of.ctx, of.obj, s.pos, of.obj.Size)
 		} else {
-			s.tail = of.f.gets.openWindowed(of.ctx, of.obj, s.pos, of.obj.Size, of.tail)
+			s.tail = of.gets.openWindowed(of.ctx, of.obj, s.pos, of.obj.Size, of.tail)
 		}
 	}
 	n, err := s.tail.Read(p)

@@ -1,0 +1,159 @@
+package fetch
+
+import (
+	"context"
+	"errors"
+	"sync"
+)
+
+// A Budget is one reader's share of the worker's part Pool: the bytes its fetched parts,
+// and the decoded records a slow decoder holds on credit, may take. Its limit follows the
+// bandwidth-delay product instead of a fixed guess: it grows while the reader waits for
+// parts that the budget kept from being requested (the decoder waits on the network), and
+// shrinks while every part is ready before the reader wants it (the decoder waits on the
+// emitter, and the bytes held ahead are memory for nothing). It stays between the bounds
+// NewBudget is given, and the pool bounds the sum of every reader's.
+type Budget struct {
+	pool *Pool
+
+	mu       sync.Mutex
+	held     int64 // part classes handed out plus bytes reserved
+	limit    int64
+	min, max int64
+	// demand is room a Reserve asked for and did not get: parts leave it free, so that
+	// what parts release goes to the borrower instead of to the next part.
+	demand  int64
+	blocked bool // the scheduler waited for room since the limit last grew
+	ready   int  // parts in a row that were ready when the reader took them
+	freed   chan struct{}
+
+	// observe, when set (by tests), is told the bytes held and the limit after every change.
+	observe func(held, limit int64)
+}
+
+// Budget limits move by these steps: up by a quarter when waiting shows the network needs
+// more bytes in flight, down by an eighth after readyToShrink parts in a row were ready, so
+// that a read settles just above what its bandwidth-delay product needs.
+const (
+	growDiv       = 4
+	shrinkDiv     = 8
+	readyToShrink = 64
+)
+
+// NewBudget returns a share of pool starting at initial bytes, moving between lo and hi.
+func NewBudget(pool *Pool, initial, lo, hi int64) *Budget {
+	lo = min(lo, hi)
+	return &Budget{pool: pool, limit: min(max(initial, lo), hi), min: lo, max: hi, freed: make(chan struct{}, 1)}
+}
+
+// Limit returns the bytes the budget currently admits.
+func (b *Budget) Limit() int64 {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.limit
+}
+
+// Held returns the bytes handed out.
+func (b *Budget) Held() int64 {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.held
+}
+
+func (b *Budget) notify() {
+	if b.observe != nil {
+		b.observe(b.held, b.limit)
+	}
+}
+
+func (b *Budget) signal() {
+	select {
+	case b.freed <- struct{}{}:
+	default:
+	}
+}
+
+// take waits until c bytes fit the limit (or nothing is held, so that one part larger than
+// the limit cannot stall the read) and counts them held; it reports false if ctx ends first.
+func (b *Budget) take(ctx context.Context, c int64) bool {
+	for {
+		b.mu.Lock()
+		if b.held+c+b.demand <= b.limit || b.held == 0 {
+			b.held += c
+			b.notify()
+			b.mu.Unlock()
+			return true
+		}
+		b.blocked = true
+		b.mu.Unlock()
+		select {
+		case <-b.freed:
+		case <-ctx.Done():
+			return false
+		}
+	}
+}
+
+// give returns c bytes take counted.
+func (b *Budget) give(c int64) {
+	b.mu.Lock()
+	b.held -= c
+	if b.held < 0 {
+		b.mu.Unlock()
+		panic(errors.New("s3io: read budget took back more than it handed out"))
+	}
+	b.notify()
+	b.mu.Unlock()
+	b.signal()
+}
+
+// partRead is told, for each part a reader takes, whether it had to wait for it.
+func (b *Budget) partRead(waited bool) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if !waited {
+		b.ready++
+		if b.ready >= readyToShrink {
+			b.ready = 0
+			b.limit = max(b.min, b.limit-b.limit/shrinkDiv)
+			b.notify()
+		}
+		return
+	}
+	b.ready = 0
+	if b.blocked && b.limit < b.max {
+		// The part was late and the scheduler had been held back by the limit: more bytes
+		// in flight would have had it here sooner.
+		b.blocked = false
+		b.limit = min(b.max, b.limit+max(b.limit/growDiv, 1))
+		b.notify()
+		b.signal()
+	}
+}
+
+// Reserve takes n bytes of the budget, and of the pool, for something other than a part
+// (decoded records a slow decoder holds ahead), if they are free and leave keep bytes free
+// for parts in both: the reader of the current object must always find room for its next
+// part, whatever later objects hold (keep must exceed a part and n). It never waits; when
+// the room is not free, the next parts leave n bytes for the next Reserve instead of taking
+// them.
+func (b *Budget) Reserve(n, keep int64) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.held+n+keep > b.limit {
+		b.demand = n
+		return false
+	}
+	if !b.pool.Reserve(n, keep) {
+		return false
+	}
+	b.held, b.demand = b.held+n, 0
+	b.notify()
+	return true
+}
+
+// Release gives back n bytes Reserve took.
+func (b *Budget) Release(n int64) {
+	b.pool.Release(n)
+	b.give(n)
+}

@@ -1,0 +1,123 @@
+package fetch
+
+import (
+	"io"
+	"net/http"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// slowNetwork is a RoundTripper that answers each request after a delay, as S3 does tens of
+// milliseconds after it is sent.
+type slowNetwork struct {
+	base  http.RoundTripper
+	delay time.Duration
+}
+
+func (n slowNetwork) RoundTrip(r *http.Request) (*http.Response, error) {
+	time.Sleep(n.delay)
+	return n.base.RoundTrip(r)
+}
+
+// budgetRun reads every object of fx through a fetcher whose budget starts at initial and
+// moves within [lo, hi], pausing pause after each part-sized read; it returns the budget's
+// final limit and the most bytes the budget and the pool held at once.
+func budgetRun(t *testing.T, fx *fixture, initial, lo, hi, poolLimit int64, pause time.Duration) (limit, mostHeld, mostPool int64) {
+	t.Helper()
+	var peakBudget, peakPool atomic.Int64
+	raise := func(p *atomic.Int64, v int64) {
+		for m := p.Load(); v > m && !p.CompareAndSwap(m, v); m = p.Load() {
+		}
+	}
+	pool := NewPool(poolLimit)
+	pool.observe = func(held int64) { raise(&peakPool, held) }
+	b := NewBudget(pool, initial, lo, hi)
+	b.observe = func(held, _ int64) { raise(&peakBudget, held) }
+	f := NewFetcher(t.Context(), fx.set, pool, b)
+	var streams []*Stream
+	for _, o := range fx.objects {
+		streams = append(streams, f.Add(fx.gets, o, Range{PlanEnd: o.Size}).Stream())
+	}
+	buf := make([]byte, fx.set.PartBytes)
+	for i, s := range streams {
+		n := 0
+		for {
+			k, err := s.Read(buf)
+			n += k
+			if err == io.EOF {
+				break
+			}
+			if err != nil {
+				t.Fatalf("%s: %v", fx.objects[i].Key, err)
+			}
+			time.Sleep(pause)
+		}
+		s.Close()
+		if n != len(fx.data[i]) {
+			t.Fatalf("%s: read %d bytes, want %d", fx.objects[i].Key, n, len(fx.data[i]))
+		}
+	}
+	f.Close()
+	if h := b.Held(); h != 0 {
+		t.Errorf("%d bytes still held by the budget after the read", h)
+	}
+	pool.Close()
+	settleGoroutines(t)
+	return b.Limit(), peakBudget.Load(), peakPool.Load()
+}
+
+// The budget follows the bandwidth-delay product: on a network that answers each request
+// late, a reader that waits for its parts while the budget holds the next ones back makes
+// the budget grow, up to its bound and never past it or the pool's; under a slow emitter,
+// whose parts are all ready before it wants them, the budget shrinks toward its floor.
+func TestBudgetFollowsTheNetwork(t *testing.T) {
+	const part = 64 << 10
+	sizes := make([]int, 40)
+	for i := range sizes {
+		sizes[i] = 4 * part
+	}
+	const initial, lo, hi, poolLimit = 4 * part, 2 * part, 16 * part, 12 * part
+
+	t.Run("slow network", func(t *testing.T) {
+		fx := newFixture(t, part, 0, 32, sizes)
+		fx.reqs.base = slowNetwork{base: http.DefaultTransport, delay: 20 * time.Millisecond}
+		limit, mostHeld, mostPool := budgetRun(t, fx, initial, lo, hi, poolLimit, 0)
+		if limit <= initial {
+			t.Errorf("limit %d after a read that waited on the network, want it grown past %d", limit, initial)
+		}
+		if mostHeld > hi || mostPool > poolLimit {
+			t.Errorf("held at most %d (budget bound %d), the pool %d (limit %d)", mostHeld, hi, mostPool, poolLimit)
+		}
+	})
+	t.Run("slow emitter", func(t *testing.T) {
+		fx := newFixture(t, part, 0, 32, sizes)
+		limit, mostHeld, mostPool := budgetRun(t, fx, initial, lo, hi, poolLimit, 5*time.Millisecond)
+		if limit >= initial {
+			t.Errorf("limit %d after a read whose parts were always ready, want it shrunk below %d", limit, initial)
+		}
+		if mostHeld > hi || mostPool > poolLimit {
+			t.Errorf("held at most %d (budget bound %d), the pool %d (limit %d)", mostHeld, hi, mostPool, poolLimit)
+		}
+	})
+}
+
+// A Reserve the budget or the pool cannot grant leaves both as they were, and the room it
+// asked for is left free by the next parts.
+func TestBudgetReserve(t *testing.T) {
+	pool := NewPool(1 << 20)
+	b := NewBudget(pool, 512<<10, 512<<10, 512<<10)
+	if !b.Reserve(128<<10, 256<<10) {
+		t.Fatal("a reservation within both bounds was refused")
+	}
+	if b.Reserve(256<<10, 256<<10) {
+		t.Fatal("a reservation past the budget was granted")
+	}
+	if b.demand != 256<<10 {
+		t.Errorf("demand %d after a refused reservation, want %d", b.demand, 256<<10)
+	}
+	b.Release(128 << 10)
+	if b.Held() != 0 || held(pool) != 0 {
+		t.Errorf("held %d / pool %d after the release, want 0", b.Held(), held(pool))
+	}
+}

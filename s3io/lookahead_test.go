@@ -1,0 +1,265 @@
+package s3io
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/apache/beam/sdks/v2/go/pkg/beam"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/graph/window"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/sdf"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/testing/passert"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/testing/ptest"
+
+	"github.com/spate-io/beam-s3/internal/s3test"
+)
+
+// aheadFixture is a reader over descriptors of a few line objects each, and the records each
+// object holds.
+type aheadFixture struct {
+	srv  *s3test.Server
+	fn   *reader
+	recs map[string][]string // by key
+}
+
+func newAheadFixture(t *testing.T) *aheadFixture {
+	t.Helper()
+	f := &aheadFixture{srv: s3test.New(t), recs: map[string][]string{}}
+	f.srv.CreateBucket(t, "ahead")
+	cfg := Config{Bucket: "ahead", Endpoint: f.srv.URL, UsePathStyle: true, PartBytes: 64 << 10}
+	f.fn = &reader{Cfg: cfg.WithDefaults()}
+	if err := f.fn.Setup(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(f.fn.Teardown)
+	return f
+}
+
+// descriptor stores members objects of ~200 KiB under name/ and returns their descriptor.
+func (f *aheadFixture) descriptor(t *testing.T, name string, members int) SplitDescriptor {
+	t.Helper()
+	var ms []Member
+	for i := 0; i < members; i++ {
+		key := fmt.Sprintf("%s/obj-%d.txt", name, i)
+		var b strings.Builder
+		for j := 0; j < 4000; j++ {
+			r := fmt.Sprintf("%s line %05d %s", key, j, strings.Repeat("y", j%80))
+			b.WriteString(r + "\n")
+			f.recs[key] = append(f.recs[key], r)
+		}
+		etag := f.srv.Put(t, "ahead", key, []byte(b.String()))
+		ms = append(ms, Member{Key: key, Size: int64(b.Len()), ETag: etag})
+	}
+	return SplitDescriptor{ID: splitID("ahead", ms), Bucket: "ahead", Members: ms}
+}
+
+// announceAll passes ds through a lookaheadFn, as the step before the reader does, and
+// checks that it passes each on once, in order.
+func (f *aheadFixture) announceAll(t *testing.T, ds ...SplitDescriptor) {
+	t.Helper()
+	la := &lookaheadFn{Cfg: f.fn.Cfg}
+	la.Setup()
+	var out []string
+	emit := func(_ beam.EventTime, d SplitDescriptor) { out = append(out, d.ID) }
+	for _, d := range ds {
+		la.ProcessElement(window.GlobalWindow{}, 0, d, emit)
+	}
+	if len(out) != len(ds)-lookaheadDepth {
+		t.Errorf("lookaheadFn passed on %d of %d descriptors before its bundle ended, want all but %d", len(out), len(ds), lookaheadDepth)
+	}
+	la.FinishBundle(emit)
+	var want []string
+	for _, d := range ds {
+		want = append(want, d.ID)
+	}
+	if !slices.Equal(out, want) {
+		t.Errorf("lookaheadFn passed on %v, want %v", out, want)
+	}
+}
+
+// read processes rest of d, splitting after the k-th record when residual is set, and
+// returns the records and failures.
+func (f *aheadFixture) read(t *testing.T, d SplitDescriptor, rest restriction, k int, residual *restriction) ([]string, []Failure) {
+	t.Helper()
+	rt := f.fn.CreateTracker(rest)
+	var got []string
+	var failures []Failure
+	var split func(*sdf.LockRTracker, int)
+	if residual != nil {
+		split = checkpointAfter(t, k, residual)
+	}
+	err := f.fn.process(context.Background(), rt, d, func(_ int, _ int64, _ string, rec []byte) {
+		got = append(got, string(rec))
+		if split != nil {
+			split(rt, len(got))
+		}
+	}, func(fl Failure) { failures = append(failures, fl) })
+	if err != nil {
+		t.Fatalf("process %s: %v", d.ID, err)
+	}
+	return got, failures
+}
+
+// want returns the records of d's members, in order, leaving out the keys in skip.
+func (f *aheadFixture) want(d SplitDescriptor, skip ...string) []string {
+	var w []string
+	for _, m := range d.Members {
+		if !slices.Contains(skip, m.Key) {
+			w = append(w, f.recs[m.Key]...)
+		}
+	}
+	return w
+}
+
+// requested waits until the server has seen a GET of key, or gives up after a while.
+func (f *aheadFixture) requested(t *testing.T, key string) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); len(f.srv.Requests(key)) == 0; {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s was never requested", key)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// settled checks that everything the instance fetched was counted and given back.
+func (f *aheadFixture) settled(t *testing.T) {
+	t.Helper()
+	f.fn.finishBundle(context.Background())
+	if st := f.fn.fetcher.Stats(); st != f.fn.reported {
+		t.Errorf("fetcher transferred %+v, the metrics were told %+v", st, f.fn.reported)
+	}
+	if h := f.fn.fetcher.Budget().Held(); h != 0 {
+		t.Errorf("%d bytes of parts still held after the bundle", h)
+	}
+	settleGoroutines(t)
+}
+
+// The restriction announced after the current one is fetched while the current one is
+// read, and taken over when it starts: its ranges are each requested once, and it emits
+// exactly its records.
+func TestLookaheadFetchesTheNextRestriction(t *testing.T) {
+	f := newAheadFixture(t)
+	d1, d2 := f.descriptor(t, "one", 2), f.descriptor(t, "two", 2)
+	f.announceAll(t, d1, d2)
+	got, _ := f.read(t, d1, fullRestriction(d1), 0, nil)
+	if !slices.Equal(got, f.want(d1)) {
+		t.Fatalf("first descriptor: %d records, want %d in order", len(got), len(f.want(d1)))
+	}
+	f.requested(t, d2.Members[0].Key) // before its restriction begins
+	got, _ = f.read(t, d2, fullRestriction(d2), 0, nil)
+	if !slices.Equal(got, f.want(d2)) {
+		t.Fatalf("second descriptor: %d records, want %d in order", len(got), len(f.want(d2)))
+	}
+	for _, m := range d2.Members {
+		var ranges []string
+		for _, r := range f.srv.Requests(m.Key) {
+			ranges = append(ranges, r.Range)
+		}
+		sorted := slices.Clone(ranges)
+		slices.Sort(sorted)
+		if len(slices.Compact(sorted)) != len(ranges) {
+			t.Errorf("%s: ranges %v, want each requested once", m.Key, ranges)
+		}
+	}
+	if d := f.fn.fetcher.Stats().Dropped; d != 0 {
+		t.Errorf("dropped %d bytes; nothing fetched ahead went unused", d)
+	}
+	f.settled(t)
+}
+
+// What was fetched ahead for a restriction that does not come next is dropped and counted;
+// a checkpoint, a residual that starts inside a member and a failed object each read exactly
+// what they own; and at the bundle's end nothing is held and every byte was counted.
+func TestLookaheadUnderSplitsAndFailures(t *testing.T) {
+	f := newAheadFixture(t)
+	d1, d2, d3 := f.descriptor(t, "one", 3), f.descriptor(t, "two", 2), f.descriptor(t, "three", 1)
+	f.announceAll(t, d1, d2, d3)
+	f.srv.Delete(t, "ahead", d2.Members[1].Key) // deleted after planning
+
+	// d1 is checkpointed mid-way through its first member: the members after it are
+	// dropped, and d2, announced next, is fetched ahead.
+	var residual restriction
+	primary, _ := f.read(t, d1, fullRestriction(d1), 100, &residual)
+	if len(primary) != 100 {
+		t.Fatalf("primary emitted %d records after a checkpoint at 100", len(primary))
+	}
+	f.requested(t, d2.Members[0].Key)
+	// d3 comes instead of d2: what d2 fetched is dropped.
+	got3, _ := f.read(t, d3, fullRestriction(d3), 0, nil)
+	if !slices.Equal(got3, f.want(d3)) {
+		t.Fatalf("d3: %d records, want %d", len(got3), len(f.want(d3)))
+	}
+	// The residual resumes inside d1's first member, with nothing ahead to take over.
+	rest1, _ := f.read(t, d1, residual, 0, nil)
+	if got := append(primary, rest1...); !slices.Equal(got, f.want(d1)) {
+		t.Fatalf("d1 primary+residual: %d records, want %d in order", len(got), len(f.want(d1)))
+	}
+	// d2 comes last: its deleted member is quarantined, the other read whole.
+	got2, failures := f.read(t, d2, fullRestriction(d2), 0, nil)
+	if !slices.Equal(got2, f.want(d2, d2.Members[1].Key)) {
+		t.Fatalf("d2: %d records, want %d", len(got2), len(f.want(d2, d2.Members[1].Key)))
+	}
+	if len(failures) != 1 || failures[0].Key != d2.Members[1].Key || failures[0].Reason != ReasonDeleted {
+		t.Errorf("failures %+v, want %s quarantined as deleted", failures, d2.Members[1].Key)
+	}
+	if st := f.fn.fetcher.Stats(); st.Dropped == 0 {
+		t.Errorf("stats %+v: d2's parts fetched ahead and not taken were not counted as dropped", st)
+	}
+	f.settled(t)
+}
+
+// Fetches ahead that no restriction takes expire, so that an idle instance does not hold the
+// worker's memory.
+func TestLookaheadExpires(t *testing.T) {
+	f := newAheadFixture(t)
+	d1, d2 := f.descriptor(t, "one", 1), f.descriptor(t, "two", 1)
+	f.announceAll(t, d1, d2)
+	f.read(t, d1, fullRestriction(d1), 0, nil)
+	f.fn.ahead.mu.Lock()
+	list := slices.Clone(f.fn.ahead.list)
+	f.fn.ahead.mu.Unlock()
+	if len(list) != 1 {
+		t.Fatalf("%d fetches ahead after d1, want d2's one member", len(list))
+	}
+	list[0].timer.Reset(time.Millisecond)
+	for deadline := time.Now().Add(10 * time.Second); f.fn.fetcher.Budget().Held() != 0; {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d bytes still held after the fetch ahead expired", f.fn.fetcher.Budget().Held())
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	f.fn.ahead.mu.Lock()
+	left := len(f.fn.ahead.list)
+	f.fn.ahead.mu.Unlock()
+	if left != 0 {
+		t.Errorf("%d fetches ahead left after expiry", left)
+	}
+	f.settled(t)
+}
+
+// On prism, the step before the reader announces every descriptor before the reader's stage
+// begins: each restriction after the first finds its members fetched ahead, and the records
+// are exactly the objects'.
+func TestReadFetchesAheadOnPrism(t *testing.T) {
+	f := newAheadFixture(t)
+	var want []string
+	for i := 0; i < 6; i++ {
+		want = append(want, f.want(f.descriptor(t, fmt.Sprintf("d%d", i), 2))...)
+	}
+	cfg := f.fn.Cfg
+	cfg.SplitTargetBytes = 300 << 10 // about two objects per descriptor
+	p, s := beam.NewPipelineWithRoot()
+	passert.EqualsList(s, beam.ParDo(s, s3test.RecordString, Read(s, cfg)), want)
+	pr, err := ptest.RunWithMetrics(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := s3test.Counters(pr, MetricsNamespace)
+	if c["splits_planned"] < 3 || c["members_fetched_ahead"] < 2 {
+		t.Errorf("counters %v: want several descriptors, and members fetched ahead of their restrictions", c)
+	}
+}
