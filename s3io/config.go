@@ -71,7 +71,7 @@ const (
 	// 90 MB/s, as S3 does (README, "Performance"): enough parts in flight to hide the
 	// latency of each and to add up many connections' bandwidth, within a memory bound.
 	defaultReadBufferBytes     = 136 << 20
-	defaultWorkerBufferBytes   = 96 << 20
+	defaultWorkerBufferBytes   = 64 << 20
 	defaultPartBytes           = 8 << 20
 	defaultMaxRequestsInFlight = 32
 	// defaultListParallelism keeps 16 LIST requests in flight: S3 answers a 1,000-key page
@@ -203,7 +203,7 @@ type Config struct {
 	// leaves unused, within the same bounds (README, "What it reads").
 	ReadBufferBytes int64
 	// WorkerBufferBytes caps the fetched parts of all the readers of one worker process
-	// together (default 128 MiB): a runner runs a reader per bundle thread, and their
+	// together (default 64 MiB): a runner runs a reader per bundle thread, and their
 	// budgets share this cap, which with the default keeps a two-core worker reading at
 	// full speed under 256 MiB of resident memory (docs/performance.md). The readers also
 	// share the buffers: what one frees, the next reuses.

@@ -136,12 +136,17 @@ func (b *Budget) partRead(waited bool) {
 // for parts in both: the reader of the current object must always find room for its next
 // part, whatever later objects hold (keep must exceed a part and n). It never waits; when
 // the room is not free, the next parts leave n bytes for the next Reserve instead of taking
-// them.
+// them, and the limit grows as for a late part: a decoder that wants to hold more ahead is
+// one core's work waiting on memory, as a late part is the network's.
 func (b *Budget) Reserve(n, keep int64) bool {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.held+n+keep > b.limit {
 		b.demand = n
+		if b.limit < b.max {
+			b.limit = min(b.max, b.limit+max(b.limit/growDiv, 1))
+			b.notify()
+		}
 		return false
 	}
 	if !b.pool.Reserve(n, keep) {

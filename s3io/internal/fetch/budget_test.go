@@ -102,19 +102,19 @@ func TestBudgetFollowsTheNetwork(t *testing.T) {
 	})
 }
 
-// A Reserve the budget or the pool cannot grant leaves both as they were, and the room it
-// asked for is left free by the next parts.
+// A Reserve the budget or the pool cannot grant leaves both as they were, the room it asked
+// for is left free by the next parts, and the limit grows toward its bound.
 func TestBudgetReserve(t *testing.T) {
 	pool := NewPool(1 << 20)
-	b := NewBudget(pool, 512<<10, 512<<10, 512<<10)
+	b := NewBudget(pool, 512<<10, 512<<10, 640<<10)
 	if !b.Reserve(128<<10, 256<<10) {
 		t.Fatal("a reservation within both bounds was refused")
 	}
 	if b.Reserve(256<<10, 256<<10) {
 		t.Fatal("a reservation past the budget was granted")
 	}
-	if b.demand != 256<<10 {
-		t.Errorf("demand %d after a refused reservation, want %d", b.demand, 256<<10)
+	if b.demand != 256<<10 || b.Limit() != 640<<10 {
+		t.Errorf("demand %d, limit %d after a refused reservation, want %d and the bound %d", b.demand, b.Limit(), 256<<10, 640<<10)
 	}
 	b.Release(128 << 10)
 	if b.Held() != 0 || held(pool) != 0 {
