@@ -16,11 +16,13 @@ func init() {
 	register.DoFn3x1[context.Context, string, func(SplitDescriptor), error](&planFn{})
 	register.DoFn5x1[context.Context, *sdf.LockRTracker, SplitDescriptor, func([]byte), func(Failure), error](&readFn{})
 	register.DoFn5x1[context.Context, *sdf.LockRTracker, SplitDescriptor, func(Record), func(Failure), error](&readPositionsFn{})
+	register.DoFn5x1[context.Context, *sdf.LockRTracker, SplitDescriptor, func(RecordBatch), func(Failure), error](&readBatchesFn{})
 	register.Function1x1(failJob)
 	register.Combiner2[failureSummary, Failure](&summarizeFailures{})
 	register.Emitter1[SplitDescriptor]()
 	register.Emitter1[[]byte]()
 	register.Emitter1[Record]()
+	register.Emitter1[RecordBatch]()
 	register.Emitter1[Failure]()
 	beam.RegisterType(reflect.TypeOf((*SplitDescriptor)(nil)).Elem())
 	beam.RegisterType(reflect.TypeOf((*Member)(nil)).Elem())
@@ -28,6 +30,7 @@ func init() {
 	beam.RegisterType(reflect.TypeOf((*position)(nil)).Elem())
 	beam.RegisterType(reflect.TypeOf((*resumeHint)(nil)).Elem())
 	beam.RegisterType(reflect.TypeOf((*Record)(nil)).Elem())
+	beam.RegisterType(reflect.TypeOf((*RecordBatch)(nil)).Elem())
 	beam.RegisterType(reflect.TypeOf((*Failure)(nil)).Elem())
 	beam.RegisterType(reflect.TypeOf((*failureSummary)(nil)).Elem())
 }
@@ -48,7 +51,7 @@ func init() {
 // It panics if cfg does not validate.
 func Read(s beam.Scope, cfg Config) beam.PCollection {
 	s = s.Scope("s3io.Read")
-	records, failures := readPrefix(s, prepare(cfg), false)
+	records, failures := readPrefix(s, prepare(cfg), outBytes)
 	failOnFailures(s, failures)
 	return records
 }
@@ -57,7 +60,7 @@ func Read(s beam.Scope, cfg Config) beam.PCollection {
 // PCollection<Failure> of the quarantined objects, and the job succeeds, so that the
 // failures can be written to a dead-letter sink of the pipeline's choice.
 func ReadWithFailures(s beam.Scope, cfg Config) (records, failures beam.PCollection) {
-	return readPrefix(s.Scope("s3io.ReadWithFailures"), prepare(cfg), false)
+	return readPrefix(s.Scope("s3io.ReadWithFailures"), prepare(cfg), outBytes)
 }
 
 // ReadSplits reads the records of a PCollection<SplitDescriptor>, as produced by Plan, and
@@ -70,7 +73,7 @@ func ReadWithFailures(s beam.Scope, cfg Config) (records, failures beam.PCollect
 //
 // It panics if cfg does not validate.
 func ReadSplits(s beam.Scope, cfg Config, descriptors beam.PCollection) beam.PCollection {
-	records, failures := readSplits(s, readingConfig(cfg), descriptors, false)
+	records, failures := readSplits(s, readingConfig(cfg), descriptors, outBytes)
 	failOnFailures(s, failures)
 	return records
 }
@@ -78,7 +81,7 @@ func ReadSplits(s beam.Scope, cfg Config, descriptors beam.PCollection) beam.PCo
 // ReadSplitsWithFailures is ReadSplits returning the quarantined objects as a
 // PCollection<Failure> instead of failing the job.
 func ReadSplitsWithFailures(s beam.Scope, cfg Config, descriptors beam.PCollection) (records, failures beam.PCollection) {
-	return readSplits(s, readingConfig(cfg), descriptors, false)
+	return readSplits(s, readingConfig(cfg), descriptors, outBytes)
 }
 
 // Record is a record with its deterministic identity, as ReadWithPositions emits it: the
@@ -102,7 +105,7 @@ type Record struct {
 // It panics if cfg does not validate.
 func ReadWithPositions(s beam.Scope, cfg Config) beam.PCollection {
 	s = s.Scope("s3io.ReadWithPositions")
-	records, failures := readPrefix(s, prepare(cfg), true)
+	records, failures := readPrefix(s, prepare(cfg), outRecords)
 	failOnFailures(s, failures)
 	return records
 }
@@ -127,22 +130,33 @@ func ReadAll(s beam.Scope, cfg Config, urls beam.PCollection) beam.PCollection {
 func ReadAllWithFailures(s beam.Scope, cfg Config, urls beam.PCollection) (records, failures beam.PCollection) {
 	s = s.Scope("s3io.ReadAllWithFailures")
 	cfg = readingConfig(cfg)
-	return readSplits(s, cfg, beam.Reshuffle(s, planAll(s, cfg, urls)), false)
+	return readSplits(s, cfg, beam.Reshuffle(s, planAll(s, cfg, urls)), outBytes)
 }
+
+// output is what a read emits: records' bytes, Records, or RecordBatches.
+type output int
+
+const (
+	outBytes output = iota
+	outRecords
+	outBatches
+)
 
 // readPrefix plans cfg's bucket and prefix and reads the plan. The Reshuffle lets the runner
 // spread the descriptors over workers instead of reading them in the bundle that planned
 // them.
-func readPrefix(s beam.Scope, cfg Config, positions bool) (records, failures beam.PCollection) {
-	return readSplits(s, cfg, beam.Reshuffle(s, planPrefix(s, cfg)), positions)
+func readPrefix(s beam.Scope, cfg Config, out output) (records, failures beam.PCollection) {
+	return readSplits(s, cfg, beam.Reshuffle(s, planPrefix(s, cfg)), out)
 }
 
-// readSplits reads descriptors with the splittable DoFn, emitting records' bytes or, with
-// positions, Records. cfg is prepared.
-func readSplits(s beam.Scope, cfg Config, descriptors beam.PCollection, positions bool) (records, failures beam.PCollection) {
+// readSplits reads descriptors with the splittable DoFn, emitting out. cfg is prepared.
+func readSplits(s beam.Scope, cfg Config, descriptors beam.PCollection, out output) (records, failures beam.PCollection) {
 	s = s.Scope("s3io.ReadSplits")
-	if positions {
+	switch out {
+	case outRecords:
 		return beam.ParDo2(s, &readPositionsFn{reader{Cfg: cfg}}, descriptors)
+	case outBatches:
+		return beam.ParDo2(s, &readBatchesFn{reader{Cfg: cfg}}, descriptors)
 	}
 	return beam.ParDo2(s, &readFn{reader{Cfg: cfg}}, descriptors)
 }

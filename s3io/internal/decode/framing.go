@@ -202,6 +202,10 @@ func (f *Framing) Next() *Batch {
 	return b
 }
 
+// Ready reports whether Next would return without waiting: a batch is queued. A reader that
+// holds records back to group them hands them on before it may wait.
+func (f *Framing) Ready() bool { return len(f.out) > 0 }
+
 // Recycle hands a consumed batch back for reuse.
 func (f *Framing) Recycle(b *Batch) {
 	select {
