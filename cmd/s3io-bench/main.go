@@ -98,7 +98,7 @@ const (
 var (
 	defaultVariants = []string{variantLoop1, variantLoop2, variantS3io, variantTextio, variantFloor}
 	shapeVariants   = []string{variantS3io, variantLoop1, variantLoop2, variantLoop32, variantS3ioUnshaped, variantS3ioDirect, variantFloor}
-	knownVariants   = []string{variantLoop1, variantLoop2, variantLoop32, variantS3io, variantS3ioUnshaped, variantS3ioDirect, variantTextio, variantFloor, variantLib}
+	knownVariants   = []string{variantLoop1, variantLoop2, variantLoop32, variantS3io, variantS3ioUnshaped, variantS3ioDirect, variantTextio, variantFloor, variantLib, variantS3ioBatches}
 	loopReaders     = map[string]int{variantLoop1: 1, variantLoop2: 2, variantLoop32: 32}
 )
 
