@@ -7,6 +7,8 @@ import (
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/sdf"
+
+	"github.com/spate-io/beam-s3/s3io/internal/decode"
 )
 
 // RecordBatch is consecutive records of one object, in order, as ReadBatches emits them:
@@ -72,6 +74,11 @@ func ReadSplitBatchesWithFailures(s beam.Scope, cfg Config, descriptors beam.PCo
 
 // readBatchesFn emits records in RecordBatches.
 type readBatchesFn struct{ reader }
+
+func (fn *readBatchesFn) Setup(ctx context.Context) error {
+	fn.copiesRecords = true
+	return fn.reader.Setup(ctx)
+}
 
 func (fn *readBatchesFn) ProcessElement(ctx context.Context, rt *sdf.LockRTracker, d SplitDescriptor, emit func(RecordBatch), fail func(Failure)) error {
 	return fn.readRestriction(ctx, rt, d, fn.emitBatches(d, emit), fail)
@@ -167,12 +174,20 @@ func (b *batcher) flush(rt *sdf.LockRTracker) (cut bool) {
 // checkpoint would otherwise leave to a residual to read again.
 func (fn *reader) emitBatches(d SplitDescriptor, emit func(RecordBatch)) memberEmitter {
 	bt := fn.newBatcher(d, emit)
+	// held are the slabs batches retired whose records may not all be copied out yet: until
+	// nothing is pending at the end of a batch, every record of it and before is copied.
+	var held [][]byte
 	return func(ctx context.Context, rt *sdf.LockRTracker, rd *restrictionRead, mr *memberRead, first int64, mc *memberCount) (bool, error) {
 		idx := mc.next
 		bt.open(mr.m, first)
-		defer func() { mc.next, mc.emitted = idx, bt.emitted }()
+		defer func() {
+			mc.next, mc.emitted = idx, bt.emitted
+			decode.ReleaseSlabs(held) // what was not copied is dropped: nothing reads them now
+			held = held[:0]
+		}()
 		for {
 			b := mr.frames.Next()
+			held = append(held, b.Retired...)
 			bt.seekable = b.Seekable
 			for i, rec := range b.Records {
 				if idx < first {
@@ -195,6 +210,10 @@ func (fn *reader) emitBatches(d SplitDescriptor, emit func(RecordBatch)) memberE
 				return false, nil
 			case b.Err != nil:
 				return false, b.Err
+			}
+			if len(bt.recs) == 0 {
+				decode.ReleaseSlabs(held)
+				held = held[:0]
 			}
 			mr.frames.Recycle(b)
 			rd.followSplit(ctx, rt)

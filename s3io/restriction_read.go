@@ -151,7 +151,7 @@ func (fn *reader) startMember(ctx context.Context, d SplitDescriptor, m int, spa
 	}
 	_, window := fn.Cfg.decoding()
 	credit := partCredit{pool: fn.pool, keep: fn.Cfg.fetchBudget() / 4}
-	mr.frames = decode.StartFraming(decode.FramingSource{Open: open, Consumed: src.Consumed, Cancel: of.Cancel, StopAt: span.stopAt, Credit: credit},
+	mr.frames = decode.StartFraming(decode.FramingSource{Open: open, Consumed: src.Consumed, Cancel: of.Cancel, StopAt: span.stopAt, Credit: credit, RecycleSlabs: fn.copiesRecords},
 		window, fn.Cfg.fetchBudget()-credit.keep)
 	return mr
 }

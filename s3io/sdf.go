@@ -27,6 +27,10 @@ type reader struct {
 	// resumable is false for a framer that cannot start at a record's byte offset: its
 	// claims then carry no resume hint, and a residual re-frames its member from the start.
 	resumable bool
+	// copiesRecords is set by a DoFn that copies every record out of the framer's slabs
+	// before emitting it (ReadBatches): the slabs are then recycled instead of each being
+	// left to the garbage collector, which halves what a read allocates.
+	copiesRecords bool
 	// pool holds the part buffers of this instance's reads, one restriction at a time, so
 	// that a restriction's read reuses what the one before released.
 	pool *fetch.Pool
