@@ -59,6 +59,14 @@ const (
 	defaultSplitTargetBytes = 64 << 20
 	defaultMaxSplitMembers  = 1024
 	defaultMaxRecordBytes   = 16 << 20
+	// defaultBatchRecords and defaultBatchBytes bound ReadBatches' batches: at 1024 records
+	// Beam's per-element cost (~170 ns on a 2-core worker) is under 0.2 ns a record, and a
+	// batch of ~200-byte records holds ~200 KiB, the size of the framer's own batches; more
+	// only holds more memory per element. cmd/s3io-bench's s3io-batches variant at 128,
+	// 1024 and 8192 records showed no difference beyond the run-to-run noise of a shared
+	// machine (docs/performance.md, "Batches"): the read is bound elsewhere.
+	defaultBatchRecords = 1024
+	defaultBatchBytes   = 1 << 20
 	// defaultMaxDecoderWindowBytes admits what the codecs' default levels and `zstd
 	// --long=27` write, while a corrupt or hostile header cannot make a worker allocate
 	// gigabytes.
@@ -173,6 +181,14 @@ type Config struct {
 	// MaxRecordBytes bounds one record (default 16 MiB, at most 1 GiB). A longer record fails its object
 	// instead of growing memory without bound.
 	MaxRecordBytes int
+	// BatchRecords and BatchBytes bound the batches ReadBatches and ReadSplitBatches emit:
+	// at most BatchRecords records (default 1024) and at most BatchBytes bytes of them
+	// (default 1 MiB), whichever is reached first; a record longer than BatchBytes is a
+	// batch of its own. Batches that large make Beam's per-element cost negligible per
+	// record; larger ones only hold more memory per element. Read and ReadWithPositions
+	// ignore them.
+	BatchRecords int
+	BatchBytes   int
 	// VerifyChecksums asks S3 for the object's stored checksum on every GET and validates
 	// the body against it. Off by default: reads are already pinned to the planned ETag and
 	// the validation costs more CPU than gzip decoding. S3's checksums cover whole objects,
@@ -238,6 +254,8 @@ func (c Config) WithDefaults() Config {
 	c.InitialSplitBytes = cmp.Or(c.InitialSplitBytes, c.SplitTargetBytes)
 	c.MaxSplitMembers = cmp.Or(c.MaxSplitMembers, defaultMaxSplitMembers)
 	c.MaxRecordBytes = cmp.Or(c.MaxRecordBytes, defaultMaxRecordBytes)
+	c.BatchRecords = cmp.Or(c.BatchRecords, defaultBatchRecords)
+	c.BatchBytes = cmp.Or(c.BatchBytes, defaultBatchBytes)
 	c.MaxDecoderWindowBytes = cmp.Or(c.MaxDecoderWindowBytes, defaultMaxDecoderWindowBytes)
 	c.MaxAttempts = cmp.Or(c.MaxAttempts, defaultMaxAttempts)
 	c.ReadTimeout = cmp.Or(c.ReadTimeout, defaultReadTimeout)
@@ -299,6 +317,12 @@ func (c Config) validateReading() error {
 	}
 	if c.MaxRecordBytes < 0 || c.MaxRecordBytes > maxRecordBytesLimit {
 		return fmt.Errorf("s3io: Config.MaxRecordBytes is %d; it must be between 1 and %d (0 means the default, %d)", c.MaxRecordBytes, maxRecordBytesLimit, defaultMaxRecordBytes)
+	}
+	if c.BatchRecords < 0 {
+		return fmt.Errorf("s3io: Config.BatchRecords is %d; it must be positive (0 means the default, %d)", c.BatchRecords, defaultBatchRecords)
+	}
+	if c.BatchBytes < 0 {
+		return fmt.Errorf("s3io: Config.BatchBytes is %d; it must be positive (0 means the default, %d)", c.BatchBytes, defaultBatchBytes)
 	}
 	if c.MaxAttempts < 0 || c.MaxAttempts > 100 {
 		return fmt.Errorf("s3io: Config.MaxAttempts is %d; it must be between 1 and 100 (0 means the default, %d)", c.MaxAttempts, defaultMaxAttempts)

@@ -87,7 +87,7 @@ func ReadContinuouslyWithFailures(s beam.Scope, cfg Config, interval time.Durati
 	descriptors, events := beam.ParDo2(s, w, listed)
 	byRefresh := beam.WindowInto(s, window.NewFixedWindows(interval), events)
 	beam.ParDo0(s, &logRefreshFn{Where: "s3://" + cfg.Bucket + "/" + cfg.Prefix}, beam.Combine(s, &summarizeRefresh{}, byRefresh))
-	return readSplits(s, cfg, descriptors, false)
+	return readSplits(s, cfg, descriptors, outBytes)
 }
 
 // refreshScheduleFn starts the refresh schedule when the job starts, not when the pipeline

@@ -28,14 +28,16 @@
 //	Read               a prefix; fail the job if any object could not be read
 //	ReadWithFailures   a prefix, with the unreadable objects as a PCollection<Failure>
 //	ReadWithPositions  a prefix as Records, each record with its identity
+//	ReadBatches        a prefix as RecordBatches, for a next step that takes records in bulk
 //	ReadAll            the s3:// prefixes of a PCollection<string>
 //	Plan, PlanAll      plan only: a PCollection<SplitDescriptor> to keep or read later
 //	PlanDescriptors    the same plan outside a pipeline
-//	ReadSplits         read descriptors
+//	ReadSplits         read descriptors (ReadSplitBatches: in batches)
 //	Except             drop the descriptors an earlier run read: re-run what changed
 //	ReadContinuously   watch a prefix and read each new object version once (streaming)
 //
-// ReadAll, ReadSplits and ReadContinuously have WithFailures variants too.
+// ReadAll, ReadSplits, ReadBatches, ReadSplitBatches and ReadContinuously have WithFailures
+// variants too.
 //
 // # Guarantees
 //

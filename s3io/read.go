@@ -18,11 +18,13 @@ func init() {
 	register.DoFn5x1[context.Context, *sdf.LockRTracker, SplitDescriptor, func(Record), func(Failure), error](&readPositionsFn{})
 	register.DoFn4x0[beam.Window, beam.EventTime, SplitDescriptor, func(beam.EventTime, SplitDescriptor)](&lookaheadFn{})
 	register.Emitter2[beam.EventTime, SplitDescriptor]()
+	register.DoFn5x1[context.Context, *sdf.LockRTracker, SplitDescriptor, func(RecordBatch), func(Failure), error](&readBatchesFn{})
 	register.Function1x1(failJob)
 	register.Combiner2[failureSummary, Failure](&summarizeFailures{})
 	register.Emitter1[SplitDescriptor]()
 	register.Emitter1[[]byte]()
 	register.Emitter1[Record]()
+	register.Emitter1[RecordBatch]()
 	register.Emitter1[Failure]()
 	beam.RegisterType(reflect.TypeOf((*SplitDescriptor)(nil)).Elem())
 	beam.RegisterType(reflect.TypeOf((*Member)(nil)).Elem())
@@ -30,6 +32,7 @@ func init() {
 	beam.RegisterType(reflect.TypeOf((*position)(nil)).Elem())
 	beam.RegisterType(reflect.TypeOf((*resumeHint)(nil)).Elem())
 	beam.RegisterType(reflect.TypeOf((*Record)(nil)).Elem())
+	beam.RegisterType(reflect.TypeOf((*RecordBatch)(nil)).Elem())
 	beam.RegisterType(reflect.TypeOf((*Failure)(nil)).Elem())
 	beam.RegisterType(reflect.TypeOf((*failureSummary)(nil)).Elem())
 }
@@ -50,7 +53,7 @@ func init() {
 // It panics if cfg does not validate.
 func Read(s beam.Scope, cfg Config) beam.PCollection {
 	s = s.Scope("s3io.Read")
-	records, failures := readPrefix(s, prepare(cfg), false)
+	records, failures := readPrefix(s, prepare(cfg), outBytes)
 	failOnFailures(s, failures)
 	return records
 }
@@ -59,7 +62,7 @@ func Read(s beam.Scope, cfg Config) beam.PCollection {
 // PCollection<Failure> of the quarantined objects, and the job succeeds, so that the
 // failures can be written to a dead-letter sink of the pipeline's choice.
 func ReadWithFailures(s beam.Scope, cfg Config) (records, failures beam.PCollection) {
-	return readPrefix(s.Scope("s3io.ReadWithFailures"), prepare(cfg), false)
+	return readPrefix(s.Scope("s3io.ReadWithFailures"), prepare(cfg), outBytes)
 }
 
 // ReadSplits reads the records of a PCollection<SplitDescriptor>, as produced by Plan, and
@@ -72,7 +75,7 @@ func ReadWithFailures(s beam.Scope, cfg Config) (records, failures beam.PCollect
 //
 // It panics if cfg does not validate.
 func ReadSplits(s beam.Scope, cfg Config, descriptors beam.PCollection) beam.PCollection {
-	records, failures := readSplits(s, readingConfig(cfg), descriptors, false)
+	records, failures := readSplits(s, readingConfig(cfg), descriptors, outBytes)
 	failOnFailures(s, failures)
 	return records
 }
@@ -80,7 +83,7 @@ func ReadSplits(s beam.Scope, cfg Config, descriptors beam.PCollection) beam.PCo
 // ReadSplitsWithFailures is ReadSplits returning the quarantined objects as a
 // PCollection<Failure> instead of failing the job.
 func ReadSplitsWithFailures(s beam.Scope, cfg Config, descriptors beam.PCollection) (records, failures beam.PCollection) {
-	return readSplits(s, readingConfig(cfg), descriptors, false)
+	return readSplits(s, readingConfig(cfg), descriptors, outBytes)
 }
 
 // Record is a record with its deterministic identity, as ReadWithPositions emits it: the
@@ -104,7 +107,7 @@ type Record struct {
 // It panics if cfg does not validate.
 func ReadWithPositions(s beam.Scope, cfg Config) beam.PCollection {
 	s = s.Scope("s3io.ReadWithPositions")
-	records, failures := readPrefix(s, prepare(cfg), true)
+	records, failures := readPrefix(s, prepare(cfg), outRecords)
 	failOnFailures(s, failures)
 	return records
 }
@@ -129,23 +132,34 @@ func ReadAll(s beam.Scope, cfg Config, urls beam.PCollection) beam.PCollection {
 func ReadAllWithFailures(s beam.Scope, cfg Config, urls beam.PCollection) (records, failures beam.PCollection) {
 	s = s.Scope("s3io.ReadAllWithFailures")
 	cfg = readingConfig(cfg)
-	return readSplits(s, cfg, beam.Reshuffle(s, planAll(s, cfg, urls)), false)
+	return readSplits(s, cfg, beam.Reshuffle(s, planAll(s, cfg, urls)), outBytes)
 }
+
+// output is what a read emits: records' bytes, Records, or RecordBatches.
+type output int
+
+const (
+	outBytes output = iota
+	outRecords
+	outBatches
+)
 
 // readPrefix plans cfg's bucket and prefix and reads the plan. The Reshuffle lets the runner
 // spread the descriptors over workers instead of reading them in the bundle that planned
 // them.
-func readPrefix(s beam.Scope, cfg Config, positions bool) (records, failures beam.PCollection) {
-	return readSplits(s, cfg, beam.Reshuffle(s, planPrefix(s, cfg)), positions)
+func readPrefix(s beam.Scope, cfg Config, out output) (records, failures beam.PCollection) {
+	return readSplits(s, cfg, beam.Reshuffle(s, planPrefix(s, cfg)), out)
 }
 
-// readSplits reads descriptors with the splittable DoFn, emitting records' bytes or, with
-// positions, Records. cfg is prepared.
-func readSplits(s beam.Scope, cfg Config, descriptors beam.PCollection, positions bool) (records, failures beam.PCollection) {
+// readSplits reads descriptors with the splittable DoFn, emitting out. cfg is prepared.
+func readSplits(s beam.Scope, cfg Config, descriptors beam.PCollection, out output) (records, failures beam.PCollection) {
 	s = s.Scope("s3io.ReadSplits")
 	descriptors = withLookahead(s, cfg, descriptors)
-	if positions {
+	switch out {
+	case outRecords:
 		return beam.ParDo2(s, &readPositionsFn{reader{Cfg: cfg}}, descriptors)
+	case outBatches:
+		return beam.ParDo2(s, &readBatchesFn{reader{Cfg: cfg}}, descriptors)
 	}
 	return beam.ParDo2(s, &readFn{reader{Cfg: cfg}}, descriptors)
 }

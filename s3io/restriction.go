@@ -234,6 +234,71 @@ func (t *tracker) TryClaim(pos any) bool {
 	return false
 }
 
+// runClaim is what the batched reader claims for consecutive records of one member at
+// once: records From, From+1, …, From+len(Ends)-1, with each one's end offset and the stored
+// bytes the decoder had taken when it was framed (as a readerClaim carries for one record).
+type runClaim struct {
+	Member int
+	From   int64
+	// Ends[i] is the decompressed-stream offset just past record From+i; Stored[i] the
+	// member's stored bytes taken when it was framed. Both have one entry per record.
+	Ends, Stored []int64
+	// Hint is false for a framer that cannot resume at a byte offset: the run then leaves
+	// the tracker's resume hint as it was, as a readerClaim with end -1 does.
+	Hint     bool
+	Seekable bool
+}
+
+// claimRun claims the longest prefix of c's records that lies before the restriction's
+// current end, in one step, and returns its length; 0 means the run's first record is past
+// the end, and the tracker stops the reader as a failed TryClaim does. A run cut short also
+// stops it: the record after the granted prefix belongs to a residual. The resume hint and
+// the bytes read are those of the last record granted, exactly as if each granted record
+// had been claimed with TryClaim. Under the LockRTracker's mutex (claimRunLocked) no split
+// can fall between deciding the prefix and recording the claim, so a split point inside
+// the run always lands after the granted records, never before them: what is emitted is
+// exactly what the primary owns.
+func (t *tracker) claimRun(c *runClaim) int {
+	if t.stopped {
+		t.err = errors.New("s3io: claim after the tracker stopped the reader")
+		return 0
+	}
+	n := len(c.Ends)
+	from := position{Member: c.Member, Index: c.From}
+	switch {
+	case n == 0 || len(c.Stored) != n:
+		t.err = fmt.Errorf("s3io: claimed a run of %d records with %d sizes", n, len(c.Stored))
+	case from.Less(t.rest.Start):
+		t.err = fmt.Errorf("s3io: claimed %v before the restriction's start %v", from, t.rest.Start)
+	case t.hasClaimed && !t.claimed.Less(from):
+		t.err = fmt.Errorf("s3io: claimed %v after %v; claims must increase", from, t.claimed)
+	case !from.Less(t.rest.End):
+		t.stopped = true
+		return 0
+	default:
+		granted := n
+		if t.rest.End.Member == c.Member {
+			granted = int(min(int64(n), t.rest.End.Index-c.From))
+		}
+		if !t.hasClaimed || c.Member != t.claimed.Member {
+			t.firstRecord, t.storedRead, t.hint = c.From, 0, resumeHint{}
+			if c.Member == t.rest.Start.Member {
+				t.hint = t.rest.Resume
+			}
+		}
+		last := granted - 1
+		t.claimed, t.hasClaimed = position{Member: c.Member, Index: c.From + int64(last)}, true
+		t.storedRead = max(t.storedRead, c.Stored[last])
+		if c.Hint && c.Ends[last] >= 0 {
+			t.hint = resumeHint{Index: t.claimed.Index + 1, Offset: c.Ends[last], Seekable: c.Seekable}
+		}
+		t.stopped = granted < n
+		return granted
+	}
+	t.stopped = true
+	return 0
+}
+
 // GetError returns the misuse that stopped the tracker, if any.
 func (t *tracker) GetError() error { return t.err }
 

@@ -170,7 +170,7 @@ func (fn *reader) startMember(ctx context.Context, d SplitDescriptor, m int, spa
 	_, window := fn.Cfg.decoding()
 	budget := fn.fetcher.Budget()
 	credit := partCredit{budget: budget, keep: budget.Limit() / 4}
-	mr.frames = decode.StartFraming(decode.FramingSource{Open: open, Consumed: src.Consumed, Cancel: of.Cancel, StopAt: span.stopAt, Credit: credit},
+	mr.frames = decode.StartFraming(decode.FramingSource{Open: open, Consumed: src.Consumed, Cancel: of.Cancel, StopAt: span.stopAt, Credit: credit, RecycleSlabs: fn.copiesRecords},
 		window, fn.Cfg.fetchBudget()-credit.keep)
 	return mr
 }

@@ -27,6 +27,10 @@ type reader struct {
 	// resumable is false for a framer that cannot start at a record's byte offset: its
 	// claims then carry no resume hint, and a residual re-frames its member from the start.
 	resumable bool
+	// copiesRecords is set by a DoFn that copies every record out of the framer's slabs
+	// before emitting it (ReadBatches): the slabs are then recycled instead of each being
+	// left to the garbage collector, which halves what a read allocates.
+	copiesRecords bool
 	// fetcher fetches the parts of this instance's restrictions, one after another, within
 	// its budget's share of the worker's pool (releasePool gives that back). It outlives
 	// each restriction so that the next one's first parts can be in flight before it starts.
@@ -137,13 +141,20 @@ func (fn *reader) CreateTracker(r restriction) *sdf.LockRTracker {
 	return sdf.NewLockRTracker(newTracker(r))
 }
 
-// process reads the members the restriction owns, in order, handing each owned record to
-// sink. It claims a member's first owned position before reading from it, and every later
-// record before emitting it. The members' bytes are fetched ahead of their claims, and the
-// next objects are decoded while the current one is emitted; whatever a split takes away is
-// cancelled and dropped unemitted. Returning an error fails the bundle; the runner retries it
-// from the restriction, never from a position already handed to a residual.
+// process reads the restriction record by record, handing each owned record to sink.
 func (fn *reader) process(ctx context.Context, rt *sdf.LockRTracker, d SplitDescriptor, sink func(m int, idx int64, entry string, rec []byte), fail func(Failure)) error {
+	return fn.readRestriction(ctx, rt, d, fn.emitRecords(sink), fail)
+}
+
+// readRestriction reads the members the restriction owns, in order, handing each member's
+// read to emit, which claims and emits its records (emitRecords one by one, emitBatches in
+// runs). It
+// claims a member's first owned position before reading from it. The members' bytes are
+// fetched ahead of their claims, and the next objects are decoded while the current one is
+// emitted; whatever a split takes away is cancelled and dropped unemitted. Returning an
+// error fails the bundle; the runner retries it from the restriction, never from a position
+// already handed to a residual.
+func (fn *reader) readRestriction(ctx context.Context, rt *sdf.LockRTracker, d SplitDescriptor, emit memberEmitter, fail func(Failure)) error {
 	rest := rt.GetRestriction().(restriction)
 	if err := rest.valid(len(d.Members)); err != nil {
 		return fmt.Errorf("%w (split %s)", err, d.ID)
@@ -170,7 +181,7 @@ func (fn *reader) process(ctx context.Context, rt *sdf.LockRTracker, d SplitDesc
 		if start, _ := d.Members[m].span(); first == 0 && start == 0 {
 			metricObjects.Inc(ctx, 1) // once per object, however it is segmented and split
 		}
-		stopped, err := fn.readMember(ctx, rt, d, rd, rd.open(ctx, m), first, sink)
+		stopped, err := fn.readMember(ctx, rt, d, rd, rd.open(ctx, m), first, emit)
 		if err != nil {
 			if err := fn.quarantine(ctx, d, m, first, err, fail); err != nil {
 				return err
@@ -202,54 +213,77 @@ func (fn *reader) quarantine(ctx context.Context, d SplitDescriptor, m int, firs
 	return nil
 }
 
-// readMember hands sink the records of mr from index first on (which the caller claimed),
-// claiming each later one. It reports whether a claim failed.
-func (fn *reader) readMember(ctx context.Context, rt *sdf.LockRTracker, d SplitDescriptor, rd *restrictionRead, mr *memberRead, first int64, sink func(int, int64, string, []byte)) (stopped bool, err error) {
-	m := mr.m
-	idx, emitted, skipped := mr.idx0, int64(0), int64(0)
+// memberEmitter claims and emits the records of one member's read from index first on
+// (whose position the caller claimed). It reports whether a claim failed, and counts in mc
+// the records it framed (mc.next: the index of the first record not emitted), emitted and
+// skipped.
+type memberEmitter func(ctx context.Context, rt *sdf.LockRTracker, rd *restrictionRead, mr *memberRead, first int64, mc *memberCount) (stopped bool, err error)
+
+// memberCount is what a memberEmitter reports of its member.
+type memberCount struct{ next, emitted, skipped int64 }
+
+// readMember runs emit over mr and accounts for it; an error is the member's, naming it and
+// the first record not emitted.
+func (fn *reader) readMember(ctx context.Context, rt *sdf.LockRTracker, d SplitDescriptor, rd *restrictionRead, mr *memberRead, first int64, emit memberEmitter) (stopped bool, err error) {
+	mc := memberCount{next: mr.idx0}
 	defer func() {
 		mr.finish(ctx)
-		metricRecords.Inc(ctx, emitted)
-		metricSkipped.Inc(ctx, skipped)
+		metricRecords.Inc(ctx, mc.emitted)
+		metricSkipped.Inc(ctx, mc.skipped)
 		if err != nil {
-			err = &objectError{ObjectRef: d.ref(m), Index: max(idx, first), Err: withS3Hint(err)}
+			err = &objectError{ObjectRef: d.ref(mr.m), Index: max(mc.next, first), Err: withS3Hint(err)}
 		}
 	}()
-	// One claim value for the whole object: a claim boxed per record would allocate.
-	claim := &readerClaim{position: position{Member: m}}
-	for {
-		b := mr.frames.Next()
-		claim.seekable = b.Seekable
-		for i, rec := range b.Records {
-			if idx < first {
-				skipped++
+	return emit(ctx, rt, rd, mr, first, &mc)
+}
+
+// emitRecords is the memberEmitter of Read and ReadWithPositions: it claims each record
+// after first before handing it to sink.
+func (fn *reader) emitRecords(sink func(m int, idx int64, entry string, rec []byte)) memberEmitter {
+	return func(ctx context.Context, rt *sdf.LockRTracker, rd *restrictionRead, mr *memberRead, first int64, mc *memberCount) (bool, error) {
+		m := mr.m
+		idx, emitted, skipped := mc.next, int64(0), int64(0)
+		defer func() { mc.next, mc.emitted, mc.skipped = idx, emitted, skipped }()
+		// One claim value for the whole object: a claim boxed per record would allocate.
+		claim := &readerClaim{position: position{Member: m}}
+		for {
+			b := mr.frames.Next()
+			claim.seekable = b.Seekable
+			for i, rec := range b.Records {
+				if idx < first {
+					skipped++
+					idx++
+					continue
+				}
+				if idx > first {
+					claim.Index, claim.end, claim.storedBytes = idx, b.Ends[i], b.Consumed
+					if !fn.resumable {
+						claim.end = -1
+					}
+					if !rt.TryClaim(claim) {
+						return true, nil
+					}
+				}
+				sink(m, idx, b.Entries[i], rec)
+				emitted++
 				idx++
-				continue
 			}
-			if idx > first {
-				claim.Index, claim.end, claim.storedBytes = idx, b.Ends[i], b.Consumed
-				if !fn.resumable {
-					claim.end = -1
-				}
-				if !rt.TryClaim(claim) {
-					return true, nil
-				}
+			switch {
+			case b.Err == io.EOF:
+				return false, nil
+			case b.Err != nil:
+				return false, b.Err
 			}
-			sink(m, idx, b.Entries[i], rec)
-			emitted++
-			idx++
+			mr.frames.Recycle(b) // the framing goroutine may refill it from here on
+			rd.followSplit(ctx, rt)
 		}
-		switch {
-		case b.Err == io.EOF:
-			return false, nil
-		case b.Err != nil:
-			return false, b.Err
-		}
-		mr.frames.Recycle(b) // the framing goroutine may refill it from here on
-		// A split may have taken the members after this one: stop fetching them.
-		if last := rt.GetRestriction().(restriction).lastMember(); last < rd.last {
-			rd.truncate(ctx, last)
-		}
+	}
+}
+
+// followSplit stops fetching the members after the one being read that a split took away.
+func (rd *restrictionRead) followSplit(ctx context.Context, rt *sdf.LockRTracker) {
+	if last := rt.GetRestriction().(restriction).lastMember(); last < rd.last {
+		rd.truncate(ctx, last)
 	}
 }
 

@@ -20,6 +20,24 @@ func TestTrackerByteClaimsProperty(t *testing.T) {
 	t.Logf("%d in-member fractional splits, %d hinted resumes", inMember, hinted)
 }
 
+// TestTrackerRunClaimsProperty is TestTrackerByteClaimsProperty with the reader claiming
+// runs of records at once (claimRun), as ReadBatches does: splits between framing a run and
+// claiming it must cut the run at the split, never lose or repeat a record, and leave the
+// residual a resume hint at its first record.
+func TestTrackerRunClaimsProperty(t *testing.T) {
+	inMember, hinted := 0, 0
+	for seed := uint64(0); seed < 3000; seed++ {
+		s := newRunSim(t, seed)
+		s.run()
+		inMember += s.inMember
+		hinted += s.hinted
+	}
+	if inMember < 100 || hinted < 100 {
+		t.Fatalf("only %d in-member fractional splits and %d hinted resumes: the test lost its teeth", inMember, hinted)
+	}
+	t.Logf("%d in-member fractional splits, %d hinted resumes", inMember, hinted)
+}
+
 // FuzzTrackerSplits runs the same check, and TestTrackerProtocolProperty's, on
 // fuzzer-chosen seeds: go test -fuzz=FuzzTrackerSplits ./s3io
 func FuzzTrackerSplits(f *testing.F) {
@@ -29,6 +47,7 @@ func FuzzTrackerSplits(f *testing.F) {
 	f.Fuzz(func(t *testing.T, seed uint64) {
 		checkByteClaims(t, seed)
 		newPositionSim(t, seed).run()
+		newRunSim(t, seed).run()
 	})
 }
 

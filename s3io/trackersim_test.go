@@ -30,6 +30,9 @@ type trackerSim struct {
 	// Without it the reader claims bare positions, which report no bytes: fractional splits
 	// land on member boundaries and no residual carries a hint.
 	offsets [][]int64
+	// runs, with offsets, makes the reader claim as ReadBatches' batcher does: runs of 1 to
+	// 8 records with one claimRun each, emitting the prefix granted.
+	runs bool
 
 	splitProb  float64 // the chance of a split at each step
 	splitsLeft int     // splits the runner may still try
@@ -260,6 +263,13 @@ func (s *trackerSim) process(rest restriction) {
 			}
 			idx, base = hint.Index, hint.Offset
 		}
+		if s.runs {
+			if !s.claimRuns(tr, m, idx, first, base, step) {
+				finish()
+				return
+			}
+			continue
+		}
 		var claim any
 		var setClaim func(idx int64)
 		if s.offsets == nil {
@@ -289,4 +299,47 @@ func (s *trackerSim) process(rest restriction) {
 			s.emitted[position{Member: m, Index: idx}]++
 		}
 	}
+}
+
+// newRunSim is a random case of TestTrackerRunClaimsProperty: newByteSim's descriptors, read
+// in runs claimed with claimRun.
+func newRunSim(t testing.TB, seed uint64) *trackerSim {
+	s := newByteSim(t, seed)
+	s.runs = true
+	s.label = "runs: " + s.label
+	return s
+}
+
+// claimRuns reads member m from record idx on (first is claimed) in runs, as the batcher
+// does; it reports false when a run was cut short and the reader must stop.
+func (s *trackerSim) claimRuns(tr *tracker, m int, idx, first, base int64, step func()) bool {
+	owned := first
+	raw := int64(0)
+	for idx = max(idx, first); idx < s.counts[m]; {
+		n := min(int64(1+s.rng.IntN(8)), s.counts[m]-idx)
+		ends, stored := make([]int64, n), make([]int64, n)
+		for i := range n {
+			ends[i] = s.offsets[m][idx+i+1]
+			raw = max(raw, min(ends[i]+s.rng.Int64N(100), s.members[m].Size)-base)
+			stored[i] = raw
+		}
+		skip := min(max(owned-idx+1, 0), n)
+		granted := skip
+		step() // a split between framing the run and claiming it
+		if skip < n {
+			granted += int64(tr.claimRun(&runClaim{Member: m, From: idx + skip, Ends: ends[skip:], Stored: stored[skip:], Hint: true, Seekable: true}))
+		}
+		for i := range granted {
+			s.emitted[position{Member: m, Index: idx + i}]++
+		}
+		if granted > 0 {
+			owned = idx + granted - 1
+		}
+		step()
+		if granted < n {
+			return false
+		}
+		idx += n
+	}
+	return true
 }

@@ -165,6 +165,8 @@ func (j *childJob) run(ctx context.Context, res *childResult) error {
 		// defaults are what is measured.
 		cfg := s3io.Config{Bucket: j.Bucket, Prefix: j.Prefix + "/", Endpoint: j.Endpoint, UsePathStyle: true, Region: "us-east-1", ReadBufferBytes: j.ReadBufferBytes}
 		beam.ParDo0(s, &countRecordsFn{}, s3io.Read(s, cfg))
+	case variantS3ioBatches:
+		readBatches(s, s3io.Config{Bucket: j.Bucket, Prefix: j.Prefix + "/", Endpoint: j.Endpoint, UsePathStyle: true, Region: "us-east-1", ReadBufferBytes: j.ReadBufferBytes})
 	case variantTextio:
 		beam.ParDo0(s, &countLinesFn{}, textio.Read(s, "s3://"+j.Bucket+"/"+j.Prefix+"/*"))
 	case variantFloor:

@@ -107,7 +107,7 @@ const (
 var (
 	defaultVariants = []string{variantLoop1, variantLoop2, variantS3io, variantTextio, variantFloor}
 	shapeVariants   = []string{variantS3io, variantLoop1, variantLoop2, variantLoop32, variantS3ioUnshaped, variantS3ioDirect, variantFloor, variantLoop2Direct}
-	knownVariants   = []string{variantLoop1, variantLoop2, variantLoop32, variantS3io, variantS3ioUnshaped, variantS3ioDirect, variantTextio, variantFloor, variantLib, variantLoop2Direct}
+	knownVariants   = []string{variantLoop1, variantLoop2, variantLoop32, variantS3io, variantS3ioUnshaped, variantS3ioDirect, variantTextio, variantFloor, variantLib, variantLoop2Direct, variantS3ioBatches}
 	loopReaders     = map[string]int{variantLoop1: 1, variantLoop2: 2, variantLoop32: 32, variantLoop2Direct: 2}
 )
 

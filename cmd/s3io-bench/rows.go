@@ -6,9 +6,6 @@ import (
 	"strings"
 )
 
-// variantBatches is s3io.ReadBatches. The report keys its rows on this name, and prints them
-// only when the variant was selected or has runs: without it they are left out.
-const variantBatches = "s3io-batches"
 
 // The targets issue 20 sets for its rows.
 const (
@@ -247,7 +244,7 @@ func (b *benchRun) issueRows() *rowsTable {
 	}
 
 	// ReadBatches against Read and against the 2-reader loop, in records/s, where it ran.
-	if slices.Contains(o.variants, variantBatches) || slices.ContainsFunc(b.results, func(r runResult) bool { return r.variant == variantBatches }) {
+	if slices.Contains(o.variants, variantS3ioBatches) || slices.ContainsFunc(b.results, func(r runResult) bool { return r.variant == variantS3ioBatches }) {
 		recs := func(_ string, cs []*cell) string {
 			return fmt.Sprintf("%.2f M records/s", cs[0].stats().recsPerSec/1e6)
 		}
@@ -256,9 +253,9 @@ func (b *benchRun) issueRows() *rowsTable {
 				return metText(cs[0].stats().recsPerSec/cs[1].stats().recsPerSec, target)
 			}
 		}
-		rb.add("s3io-batches (ReadBatches)", na, each([]string{variantBatches}, recs))
-		rb.add("s3io-batches ÷ s3io, records/s", fmt.Sprintf("≥ %.2f", targetBatchesRead), each([]string{variantBatches, variantS3io}, perRecord(targetBatchesRead)))
-		rb.add("s3io-batches ÷ loop2, records/s", fmt.Sprintf("≥ %.2f", targetBatchesLoop), each([]string{variantBatches, variantLoop2}, perRecord(targetBatchesLoop)))
+		rb.add("s3io-batches (ReadBatches)", na, each([]string{variantS3ioBatches}, recs))
+		rb.add("s3io-batches ÷ s3io, records/s", fmt.Sprintf("≥ %.2f", targetBatchesRead), each([]string{variantS3ioBatches, variantS3io}, perRecord(targetBatchesRead)))
+		rb.add("s3io-batches ÷ loop2, records/s", fmt.Sprintf("≥ %.2f", targetBatchesLoop), each([]string{variantS3ioBatches, variantLoop2}, perRecord(targetBatchesLoop)))
 	}
 
 	// Peak RSS: the highest of any run, per s3io variant.

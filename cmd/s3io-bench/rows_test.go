@@ -168,10 +168,10 @@ func TestIssueRowsShapedFloorMissing(t *testing.T) {
 
 // s3io-batches, when it ran: records/s against s3io's and loop2's; its peak RSS counts.
 func TestIssueRowsBatches(t *testing.T) {
-	o := &options{formats: []string{formatPlain}, variants: []string{variantS3io, variantLoop2, variantBatches}, rounds: 1}
+	o := &options{formats: []string{formatPlain}, variants: []string{variantS3io, variantLoop2, variantS3ioBatches}, rounds: 1}
 	b := fixture(o,
 		res(1, formatPlain, variantS3io, 5, 9, 1, 200),       // 0.20 M records/s
-		res(1, formatPlain, variantBatches, 2, 5, 1, 260),    // 0.50 M records/s: 2.50, 0.40
+		res(1, formatPlain, variantS3ioBatches, 2, 5, 1, 260),    // 0.50 M records/s: 2.50, 0.40
 		res(1, formatPlain, variantLoop2, 0.8, 1.5, 0.5, 60), // 1.25 M records/s
 	)
 	got := b.issueRows()
@@ -191,7 +191,7 @@ func TestIssueRowsBatches(t *testing.T) {
 	// Absent, s3io-batches has no rows and no notes.
 	o.variants = []string{variantS3io, variantLoop2}
 	for _, r := range fixture(o, res(1, formatPlain, variantS3io, 5, 9, 1, 200)).issueRows().rows {
-		if strings.Contains(r[0], variantBatches) {
+		if strings.Contains(r[0], variantS3ioBatches) {
 			t.Errorf("row %q without s3io-batches runs", r)
 		}
 	}

@@ -27,7 +27,11 @@ type Batch struct {
 	// batch was cut.
 	Consumed int64
 	Err      error // set on the last batch: io.EOF at the end, or why framing stopped
-	credit   int64 // bytes borrowed for it beyond the window; 0 inside the window
+	// Retired, with FramingSource.RecycleSlabs, are the slabs framing moved past before
+	// the batch was cut: no later batch has records in them, so once this batch's records
+	// and those before it are copied out, ReleaseSlabs may take them back.
+	Retired [][]byte
+	credit  int64 // bytes borrowed for it beyond the window; 0 inside the window
 }
 
 // Credit lends a framing goroutine room beyond its window: Reserve takes n bytes if they
@@ -70,6 +74,9 @@ type FramingSource struct {
 	StopAt int64
 	// Credit, if set, lends room beyond the window to a slow decoder.
 	Credit Credit
+	// RecycleSlabs reports the slabs each batch retired in Batch.Retired, for a consumer
+	// that copies every record out and hands the slabs back.
+	RecycleSlabs bool
 }
 
 // StartFraming frames src on a new goroutine, up to windowBytes of records ahead of the
@@ -99,6 +106,9 @@ func (f *Framing) run(src FramingSource) {
 	defer f.wg.Done()
 	rr, seekable, borrow, err := src.Open()
 	f.reader = rr
+	if rr != nil {
+		rr.recycle = src.RecycleSlabs
+	}
 	if !borrow {
 		f.credit = nil
 	}
@@ -117,7 +127,7 @@ func (f *Framing) run(src FramingSource) {
 		var b *Batch
 		select {
 		case b = <-f.free:
-			b.Records, b.Ends, b.Entries, b.Err, b.credit = b.Records[:0], b.Ends[:0], b.Entries[:0], nil, 0
+			b.Records, b.Ends, b.Entries, b.Retired, b.Err, b.credit = b.Records[:0], b.Ends[:0], b.Entries[:0], b.Retired[:0], nil, 0
 		default:
 			b = &Batch{Records: make([][]byte, 0, batchRecords), Ends: make([]int64, 0, batchRecords), Entries: make([]string, 0, batchRecords)}
 		}
@@ -137,6 +147,10 @@ func (f *Framing) run(src FramingSource) {
 			size += len(rec)
 		}
 		b.Consumed = src.Consumed()
+		if len(rr.retired) > 0 {
+			b.Retired = append(b.Retired, rr.retired...)
+			rr.retired = rr.retired[:0]
+		}
 		if !f.admit(b) {
 			return
 		}
@@ -201,6 +215,10 @@ func (f *Framing) Next() *Batch {
 	f.refund(b)
 	return b
 }
+
+// Ready reports whether Next would return without waiting: a batch is queued. A reader that
+// holds records back to group them hands them on before it may wait.
+func (f *Framing) Ready() bool { return len(f.out) > 0 }
 
 // Recycle hands a consumed batch back for reuse.
 func (f *Framing) Recycle(b *Batch) {

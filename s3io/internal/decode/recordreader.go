@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"sync"
 )
 
 // ErrRecordTooLarge reports a record longer than the reader's limit.
@@ -18,6 +19,16 @@ var ErrFramer = errors.New("s3io: framing failed")
 // emitting a record costs no allocation and no copy; a slab is freed when the last record
 // kept from it is.
 const slabBytes = 256 << 10
+
+// slabPool holds slabs handed back with ReleaseSlabs.
+var slabPool sync.Pool
+
+// ReleaseSlabs hands back slabs a Batch retired, once no record in them is used any more.
+func ReleaseSlabs(slabs [][]byte) {
+	for _, s := range slabs {
+		slabPool.Put(&s)
+	}
+}
 
 // maxFramingOverhead is how many bytes beyond the record limit a framer may need to see to
 // find a record's end (a CRLF, a length prefix).
@@ -41,6 +52,13 @@ type RecordReader struct {
 	entries   Entries
 	newFramer func() Framer
 	entry     string // the current entry's name; "" outside archives
+
+	// recycle, when set, keeps the slabs the reader moved past in retired instead of
+	// leaving them to the garbage collector, and takes new ones from slabPool: for a
+	// consumer that copies every record out (ReadBatches), which hands them back with
+	// ReleaseSlabs once it has.
+	recycle bool
+	retired [][]byte
 
 	skipHeader int // records dropped at the start of the stream and of each entry
 	headerLeft int // of the current stream or entry
@@ -219,7 +237,18 @@ func (r *RecordReader) fill() error {
 		if limit := r.maxRecord + maxFramingOverhead + 1; size > limit && limit > pending {
 			size = max(limit, slabBytes)
 		}
-		nb := make([]byte, size)
+		var nb []byte
+		if r.recycle && size == slabBytes {
+			if p, ok := slabPool.Get().(*[]byte); ok {
+				nb = *p
+			}
+			if len(r.buf) == slabBytes {
+				r.retired = append(r.retired, r.buf)
+			}
+		}
+		if nb == nil {
+			nb = make([]byte, size)
+		}
 		copy(nb, r.buf[r.start:r.end])
 		r.buf, r.start, r.end = nb, 0, pending
 	}
