@@ -6,7 +6,6 @@ import (
 	"strings"
 )
 
-
 // The targets issue 20 sets for its rows.
 const (
 	targetShaped      = 0.9  // s3io shaped ≥ 0.9 × s3io through the same proxy unshaped

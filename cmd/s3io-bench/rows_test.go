@@ -170,9 +170,9 @@ func TestIssueRowsShapedFloorMissing(t *testing.T) {
 func TestIssueRowsBatches(t *testing.T) {
 	o := &options{formats: []string{formatPlain}, variants: []string{variantS3io, variantLoop2, variantS3ioBatches}, rounds: 1}
 	b := fixture(o,
-		res(1, formatPlain, variantS3io, 5, 9, 1, 200),       // 0.20 M records/s
-		res(1, formatPlain, variantS3ioBatches, 2, 5, 1, 260),    // 0.50 M records/s: 2.50, 0.40
-		res(1, formatPlain, variantLoop2, 0.8, 1.5, 0.5, 60), // 1.25 M records/s
+		res(1, formatPlain, variantS3io, 5, 9, 1, 200),        // 0.20 M records/s
+		res(1, formatPlain, variantS3ioBatches, 2, 5, 1, 260), // 0.50 M records/s: 2.50, 0.40
+		res(1, formatPlain, variantLoop2, 0.8, 1.5, 0.5, 60),  // 1.25 M records/s
 	)
 	got := b.issueRows()
 	want := [][]string{
