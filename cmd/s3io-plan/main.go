@@ -187,10 +187,17 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	return r.print(stdout)
 }
 
-// rampParts mirrors s3io/internal/fetch/fetcher.go: the first parts a restriction's fetcher issues are
-// this small (capped at PartBytes), later ones PartBytes, so that reading starts after
-// little more than one request's latency.
+// rampParts and startPartBytes mirror s3io/internal/fetch/fetcher.go: the first parts a
+// reader issues after it was idle are this small (capped at PartBytes), so that reading
+// starts after little more than one request's latency, and later ones a sixteenth of its
+// fetch budget, which starts at 32 MiB and grows while the network delivers, up to
+// PartBytes. The estimate counts parts at the starting size: an upper bound on the GETs.
 var rampParts = [...]int64{256 << 10, 1 << 20}
+
+const startPartBytes = 2 << 20
+
+// partBytes is the part size the estimate counts.
+func partBytes(cfg s3io.Config) int64 { return min(cfg.PartBytes, startPartBytes) }
 
 // reservoirSize bounds the descriptor sizes kept for the medians: they are exact up to this
 // many descriptors and estimated from a uniform sample (Algorithm R) beyond.
@@ -253,7 +260,7 @@ func (s *summary) add(d s3io.SplitDescriptor) {
 			// byte?) to 64 KiB past it (the record straddling its end), as s3io/sdf.go does.
 			from, end = max(mb.Start-1, 0), min(mb.End+64<<10, mb.Size)
 		}
-		s.gets += parts(end-from, s.cfg.PartBytes, &issued)
+		s.gets += parts(end-from, partBytes(s.cfg), &issued)
 		s.transfer += end - from
 	}
 }
@@ -391,7 +398,7 @@ func (s *summary) report(cfg s3io.Config, st s3io.PlanStats, wall time.Duration)
 		StorageClasses: st.StorageClasses, Archived: st.Archived, SkippedArchived: st.SkippedArchived,
 		SkipArchivedFlag: cfg.SkipArchived,
 		Skipped:          st.Skipped, Largest: []Object{}, Compression: []Mix{},
-		Estimate: Estimate{GetRequests: s.gets, PartBytes: s.cfg.PartBytes, PlanProbeGets: s.probes,
+		Estimate: Estimate{GetRequests: s.gets, PartBytes: partBytes(s.cfg), PlanProbeGets: s.probes,
 			ListRequests: st.ListRequests, BytesTransferred: s.transfer},
 	}
 	if wall > 0 {
@@ -477,7 +484,7 @@ func (r *Report) print(out io.Writer) error {
 	}
 	e := r.Estimate
 	p("Read estimate\ts3io's fetcher modelled per descriptor, without retries or runner splits")
-	p("  GET requests\t%d (parts of %s; each descriptor's first two of 256 KiB and 1 MiB)", e.GetRequests, human(e.PartBytes))
+	p("  GET requests\t%d (parts of %s, at most: larger as a reader's fetch budget grows; each descriptor's first two of 256 KiB and 1 MiB)", e.GetRequests, human(e.PartBytes))
 	p("  bytes transferred\t%s", human(e.BytesTransferred))
 	// Read plans again on a worker, so the planning requests are made twice; ReadSplits of a
 	// stored plan makes them once.
