@@ -79,7 +79,7 @@ const (
 	// 90 MB/s, as S3 does (README, "Performance"): enough parts in flight to hide the
 	// latency of each and to add up many connections' bandwidth, within a memory bound.
 	defaultReadBufferBytes     = 136 << 20
-	defaultWorkerBufferBytes   = 64 << 20
+	defaultWorkerBufferBytes   = 48 << 20
 	defaultPartBytes           = 8 << 20
 	defaultMaxRequestsInFlight = 32
 	// defaultListParallelism keeps 16 LIST requests in flight: S3 answers a 1,000-key page
@@ -219,18 +219,20 @@ type Config struct {
 	// leaves unused, within the same bounds (README, "What it reads").
 	ReadBufferBytes int64
 	// WorkerBufferBytes caps the fetched parts of all the readers of one worker process
-	// together (default 64 MiB): a runner runs a reader per bundle thread, and their
-	// budgets share this cap, which with the default keeps a two-core worker reading at
-	// full speed under 256 MiB of resident memory (docs/performance.md). The readers also
-	// share the buffers: what one frees, the next reuses.
+	// together (default 48 MiB): a runner runs a reader per bundle thread, and their
+	// budgets share this cap. The default reads through a 30 ms, 90 MB/s-per-connection
+	// network as fast as without it and keeps a two-core worker under 256 MiB of resident
+	// memory (64 MiB reached 257 MiB on zstd; docs/performance.md). The readers also share
+	// the buffers: what one frees, the next reuses.
 	WorkerBufferBytes int64
 	// PartBytes bounds the ranged GETs that read an object (default 8 MiB, as AWS advises):
 	// a large object is read as several parts in flight, a small one in one GET. A reader's
 	// first parts after it was idle are small (256 KiB, then 1 MiB) so that its first
-	// records come a request's latency after it starts; later parts grow with its fetch
-	// budget, a sixteenth of it, so that enough of them stay in flight to carry it over
-	// connections of ~90 MB/s each, up to this size. At most ReadBufferBytes less the 8 MiB
-	// of decoding windows.
+	// records come a request's latency after it starts; later parts are a sixteenth of its
+	// fetch budget, so that enough of them stay in flight to carry it over connections of
+	// ~90 MB/s each, or what one connection delivers in 10 ms when that is more (a fast
+	// server nearby), up to this size. At most ReadBufferBytes less the 8 MiB of decoding
+	// windows.
 	PartBytes int64
 	// MaxRequestsInFlight bounds one reader's concurrent GETs (default 32, at most 1024): parts of the
 	// current object and of the objects after it, started ahead of their records.

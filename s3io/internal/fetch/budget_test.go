@@ -121,3 +121,48 @@ func TestBudgetReserve(t *testing.T) {
 		t.Errorf("held %d / pool %d after the release, want 0", b.Held(), held(pool))
 	}
 }
+
+// Parts are small after the fetcher was idle, then a sixteenth of the budget, or what a
+// connection delivers in partLatency when that is more (a fast server nearby), in powers of
+// two between 1 MiB and PartBytes.
+func TestPartSizeFollowsBudgetAndConnections(t *testing.T) {
+	const mib = 1 << 20
+	pool := NewPool(256 * mib)
+	for _, tc := range []struct {
+		name   string
+		issued int
+		limit  int64
+		rate   int64 // bytes per second per connection
+		want   int64
+	}{
+		{"first part after idle", 0, 32 * mib, 0, 256 << 10},
+		{"second part after idle", 1, 32 * mib, 0, mib},
+		{"starting budget", 2, 32 * mib, 0, 2 * mib},
+		{"S3-like connections", 2, 32 * mib, 40e6, 2 * mib},
+		{"grown budget", 2, 64 * mib, 40e6, 4 * mib},
+		{"small budget", 2, 8 * mib, 0, mib},
+		{"fast connections", 2, 8 * mib, 1e9, 8 * mib},
+		{"fast, capped by PartBytes", 2, 8 * mib, 1e10, 8 * mib},
+	} {
+		f := NewFetcher(t.Context(), Settings{PartBytes: 8 * mib, MaxRequestsInFlight: 1}, pool, NewBudget(pool, tc.limit, tc.limit, tc.limit))
+		f.issued = tc.issued
+		f.rate.Store(tc.rate)
+		if got := f.partSize(); got != tc.want {
+			t.Errorf("%s: part of %d bytes, want %d", tc.name, got, tc.want)
+		}
+		f.Close()
+	}
+	// The rate is a moving average of what parts of a MiB and more took.
+	f := NewFetcher(t.Context(), Settings{PartBytes: 8 * mib, MaxRequestsInFlight: 1}, pool, NewBudget(pool, mib, mib, mib))
+	f.delivered(64<<10, time.Millisecond) // too small to measure delivery: ignored
+	if r := f.rate.Load(); r != 0 {
+		t.Errorf("rate %d after a 64 KiB part, want it ignored", r)
+	}
+	for range 64 {
+		f.delivered(2*mib, 10*time.Millisecond)
+	}
+	if r := f.rate.Load(); r < 200e6 || r > 220e6 {
+		t.Errorf("rate %d after parts of 2 MiB in 10 ms, want ~210 MB/s", r)
+	}
+	f.Close()
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"sync"
 	"sync/atomic"
+	"time"
 )
 
 // A Fetcher keeps a reader's GETs in flight: real S3 answers each request after tens of
@@ -28,13 +29,15 @@ type Fetcher struct {
 	budget *Budget       // this reader's share of them
 	reqs   chan struct{} // one token per request in flight
 
-	mu       sync.Mutex
-	queue    []*ObjectFetch // objects with parts left to issue, in order
-	running  bool           // a scheduler goroutine is walking the queue
-	wg       sync.WaitGroup
-	issued   int  // parts issued since the fetcher was last idle (scheduler only)
-	wasIdle  bool // the queue ran dry: the next object starts with small parts (under mu)
-	inflight atomic.Int64
+	mu      sync.Mutex
+	queue   []*ObjectFetch // objects with parts left to issue, in order
+	running bool           // a scheduler goroutine is walking the queue
+	wg      sync.WaitGroup
+	issued  int  // parts issued since the fetcher was last idle (scheduler only)
+	wasIdle bool // the queue ran dry: the next object starts with small parts (under mu)
+	// rate is what one connection delivered lately, in bytes per second from a part's
+	// request to its last byte (a moving average over parts; 0 before the first).
+	rate atomic.Int64
 
 	gotten, resumes, received, cancelled, dropped, rangeIgnored atomic.Int64
 }
@@ -195,17 +198,44 @@ const partsInFlight = 16
 // minPartBytes is the smallest part after the ramp.
 const minPartBytes = 1 << 20
 
-// partSize is the size of the next part: small after the fetcher was idle, then growing
-// with the budget, up to Settings.PartBytes.
+// partLatency is the request latency a part should be worth: a connection that delivers r
+// bytes per second gets parts of r × partLatency, so that a connection much faster than
+// S3's ~90 MB/s (a server nearby, or loopback, where each GET costs the server's CPU on the
+// same cores) reads fewer, larger parts, while on S3 the budget's sixteenth decides.
+const partLatency = 10 * time.Millisecond
+
+// partSize is the size of the next part: small after the fetcher was idle, then a sixteenth
+// of the budget or what a connection delivers in partLatency, whichever is larger, in
+// powers of two, up to Settings.PartBytes.
 func (f *Fetcher) partSize() int64 {
 	if f.issued < len(rampParts) {
 		return min(rampParts[f.issued], f.set.PartBytes)
 	}
+	want := max(f.budget.Limit()/partsInFlight, f.rate.Load()*int64(partLatency)/int64(time.Second))
 	n := int64(minPartBytes)
-	for n*2*partsInFlight <= f.budget.Limit() {
+	for n*2 <= want {
 		n *= 2
 	}
 	return min(n, f.set.PartBytes)
+}
+
+// delivered adds a part of n bytes that took d from its request to its last byte to the
+// connection rate's moving average (weight 1/8).
+func (f *Fetcher) delivered(n int64, d time.Duration) {
+	if n < minPartBytes || d <= 0 {
+		return // small parts measure latency, not delivery
+	}
+	r := int64(float64(n) / d.Seconds())
+	for {
+		old := f.rate.Load()
+		nr := r
+		if old > 0 {
+			nr = old + (r-old)/8
+		}
+		if f.rate.CompareAndSwap(old, nr) {
+			return
+		}
+	}
 }
 
 // getBuf waits until the budget and the pool both hold room for a part of n bytes.
@@ -231,9 +261,13 @@ func (f *Fetcher) putBuf(b []byte) {
 // fetch reads one part into its buffer.
 func (f *Fetcher) fetch(of *ObjectFetch, p *part) {
 	defer f.wg.Done()
+	start := time.Now()
 	r := of.gets.Open(of.ctx, of.obj, p.off, p.off+int64(len(p.buf)))
 	p.err = r.readFull(p.buf)
 	r.Close()
+	if p.err == nil {
+		f.delivered(int64(len(p.buf)), time.Since(start))
+	}
 	<-f.reqs
 	f.account(r)
 	if p.err != nil && of.ctx.Err() != nil {
