@@ -59,8 +59,9 @@
 // Flags (-h lists them with their defaults): --size and --object-size (the dataset),
 // --formats, --codecs, --codec-size and --variants (what runs), --rounds, --shape, --small
 // and --small-count, --big, --data-dir, --cpuprofile DIR (a CPU profile of every run),
-// --retry-loaded N (repeat a run that other processes disturbed), --read-buffer SIZE (s3io's
-// Config.ReadBufferBytes, to measure what more memory buys), --add-hosts-entry (textio
+// --retry-loaded N (repeat a run that other processes disturbed), --read-buffer SIZE and
+// --worker-buffer SIZE (s3io's Config.ReadBufferBytes and WorkerBufferBytes, to measure what
+// more memory buys), --add-hosts-entry (textio
 // needs BUCKET.s3.local to resolve to 127.0.0.1 and may add that line to /etc/hosts).
 package main
 
@@ -145,6 +146,7 @@ type options struct {
 	cpuprofileDir     string
 	retryLoaded       int
 	readBuffer        int64 // --read-buffer: s3io's Config.ReadBufferBytes; 0 = its default
+	workerBuffer      int64 // --worker-buffer: s3io's Config.WorkerBufferBytes; 0 = its default
 }
 
 func parseOptions(args []string) (*options, error) {
@@ -160,6 +162,7 @@ func parseOptions(args []string) (*options, error) {
 		strings.Join(codecNames(), ", "), strings.Join(codecAll, ",")))
 	codecSize := fs.String("codec-size", "256MiB", "decompressed bytes per codec prefix (--codecs), in --object-size objects")
 	readBuffer := fs.String("read-buffer", "", "s3io's Config.ReadBufferBytes for the s3io variants (empty: its default)")
+	workerBuffer := fs.String("worker-buffer", "", "s3io's Config.WorkerBufferBytes for the s3io variants (empty: its default)")
 	fs.BoolVar(&o.big, "big", false, "also read one 2 GiB plain object under big/ with s3io and loop1, and run an idle s3io pipeline, to compare peak RSS")
 	fs.BoolVar(&o.shape, "shape", false, "read through a proxy that waits 30 ms before each request and paces each response to 90 MB/s, as S3 over a network")
 	fs.BoolVar(&o.small, "small", false, "also read small/: --small-count plain objects of 64 KiB, with s3io and the loops")
@@ -189,6 +192,12 @@ func parseOptions(args []string) (*options, error) {
 		var err error
 		if o.readBuffer, err = parseSize(*readBuffer); err != nil {
 			return nil, fmt.Errorf("--read-buffer: %w", err)
+		}
+	}
+	if *workerBuffer != "" {
+		var err error
+		if o.workerBuffer, err = parseSize(*workerBuffer); err != nil {
+			return nil, fmt.Errorf("--worker-buffer: %w", err)
 		}
 	}
 	o.variants, err3 = parseList("variant", *variants, knownVariants)
