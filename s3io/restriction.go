@@ -206,32 +206,46 @@ func (t *tracker) TryClaim(pos any) bool {
 		ok = false
 	}
 	p := c.position
-	switch {
-	case !ok:
+	if !ok {
 		t.err = fmt.Errorf("s3io: claimed a %T, want a position", pos)
+	}
+	if !ok || !t.admits(p) {
+		t.stopped = true
+		return false
+	}
+	t.record(p, p, c.storedBytes, c.end, c.seekable)
+	return true
+}
+
+// admits reports whether the reader may claim p, the first position of a claim: it must
+// follow the last claim and lie inside the restriction. A misuse sets t.err.
+func (t *tracker) admits(p position) bool {
+	switch {
 	case p.Less(t.rest.Start):
 		t.err = fmt.Errorf("s3io: claimed %v before the restriction's start %v", p, t.rest.Start)
 	case t.hasClaimed && !t.claimed.Less(p):
 		t.err = fmt.Errorf("s3io: claimed %v after %v; claims must increase", p, t.claimed)
 	case !p.Less(t.rest.End):
-		t.stopped = true
-		return false
 	default:
-		if !t.hasClaimed || p.Member != t.claimed.Member {
-			t.firstRecord, t.storedRead, t.hint = p.Index, 0, resumeHint{}
-			if p.Member == t.rest.Start.Member {
-				t.hint = t.rest.Resume
-			}
-		}
-		t.claimed, t.hasClaimed = p, true
-		t.storedRead = max(t.storedRead, c.storedBytes)
-		if c.end >= 0 {
-			t.hint = resumeHint{Index: p.Index + 1, Offset: c.end, Seekable: c.seekable}
-		}
 		return true
 	}
-	t.stopped = true
 	return false
+}
+
+// record notes a claim from first to last (one member's records), the stored bytes the
+// decoder had taken at last, and last's end offset (-1: no resume hint).
+func (t *tracker) record(first, last position, stored, end int64, seekable bool) {
+	if !t.hasClaimed || first.Member != t.claimed.Member {
+		t.firstRecord, t.storedRead, t.hint = first.Index, 0, resumeHint{}
+		if first.Member == t.rest.Start.Member {
+			t.hint = t.rest.Resume
+		}
+	}
+	t.claimed, t.hasClaimed = last, true
+	t.storedRead = max(t.storedRead, stored)
+	if end >= 0 {
+		t.hint = resumeHint{Index: last.Index + 1, Offset: end, Seekable: seekable}
+	}
 }
 
 // runClaim is what the batched reader claims for consecutive records of one member at
@@ -265,38 +279,25 @@ func (t *tracker) claimRun(c *runClaim) int {
 	}
 	n := len(c.Ends)
 	from := position{Member: c.Member, Index: c.From}
-	switch {
-	case n == 0 || len(c.Stored) != n:
+	if n == 0 || len(c.Stored) != n {
 		t.err = fmt.Errorf("s3io: claimed a run of %d records with %d sizes", n, len(c.Stored))
-	case from.Less(t.rest.Start):
-		t.err = fmt.Errorf("s3io: claimed %v before the restriction's start %v", from, t.rest.Start)
-	case t.hasClaimed && !t.claimed.Less(from):
-		t.err = fmt.Errorf("s3io: claimed %v after %v; claims must increase", from, t.claimed)
-	case !from.Less(t.rest.End):
+	}
+	if t.err != nil || !t.admits(from) {
 		t.stopped = true
 		return 0
-	default:
-		granted := n
-		if t.rest.End.Member == c.Member {
-			granted = int(min(int64(n), t.rest.End.Index-c.From))
-		}
-		if !t.hasClaimed || c.Member != t.claimed.Member {
-			t.firstRecord, t.storedRead, t.hint = c.From, 0, resumeHint{}
-			if c.Member == t.rest.Start.Member {
-				t.hint = t.rest.Resume
-			}
-		}
-		last := granted - 1
-		t.claimed, t.hasClaimed = position{Member: c.Member, Index: c.From + int64(last)}, true
-		t.storedRead = max(t.storedRead, c.Stored[last])
-		if c.Hint && c.Ends[last] >= 0 {
-			t.hint = resumeHint{Index: t.claimed.Index + 1, Offset: c.Ends[last], Seekable: c.Seekable}
-		}
-		t.stopped = granted < n
-		return granted
 	}
-	t.stopped = true
-	return 0
+	granted := n
+	if t.rest.End.Member == c.Member {
+		granted = int(min(int64(n), t.rest.End.Index-c.From))
+	}
+	last := granted - 1
+	end := int64(-1)
+	if c.Hint {
+		end = c.Ends[last]
+	}
+	t.record(from, position{Member: c.Member, Index: c.From + int64(last)}, c.Stored[last], end, c.Seekable)
+	t.stopped = granted < n
+	return granted
 }
 
 // GetError returns the misuse that stopped the tracker, if any.
