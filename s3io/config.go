@@ -225,7 +225,8 @@ type Config struct {
 	// memory (64 MiB reached 257 MiB on zstd; docs/performance.md). The readers also share
 	// the buffers: what one frees, the next reuses.
 	WorkerBufferBytes int64
-	// PartBytes bounds the ranged GETs that read an object (default 8 MiB, as AWS advises):
+	// PartBytes bounds the ranged GETs that read an object (default 8 MiB, as AWS advises, or
+	// ReadBufferBytes less 8 MiB if that is less):
 	// a large object is read as several parts in flight, a small one in one GET. A reader's
 	// first parts after it was idle are small (256 KiB, then 1 MiB) so that its first
 	// records come a request's latency after it starts; later parts are a sixteenth of its
@@ -263,7 +264,8 @@ func (c Config) WithDefaults() Config {
 	c.ReadTimeout = cmp.Or(c.ReadTimeout, defaultReadTimeout)
 	c.ReadBufferBytes = cmp.Or(c.ReadBufferBytes, defaultReadBufferBytes)
 	c.WorkerBufferBytes = cmp.Or(c.WorkerBufferBytes, defaultWorkerBufferBytes)
-	c.PartBytes = cmp.Or(c.PartBytes, defaultPartBytes)
+	// A small ReadBufferBytes bounds the default part too, so that it needs no PartBytes.
+	c.PartBytes = cmp.Or(c.PartBytes, min(defaultPartBytes, max(c.ReadBufferBytes-decodeWindows, minPartClass)))
 	c.MaxRequestsInFlight = cmp.Or(c.MaxRequestsInFlight, defaultMaxRequestsInFlight)
 	c.ListParallelism = cmp.Or(c.ListParallelism, defaultListParallelism)
 	return c

@@ -47,6 +47,10 @@ func TestConfigValidate(t *testing.T) {
 		{"glob outside the prefix", s3io.Config{Bucket: "logs", Prefix: "a/", Match: "b/*"}, "Config.Match"},
 		{"empty time window", s3io.Config{Bucket: "logs", ModifiedAfter: time.Unix(100, 0), ModifiedBefore: time.Unix(100, 0)}, "Config.ModifiedAfter"},
 		{"open time window", s3io.Config{Bucket: "logs", ModifiedAfter: time.Unix(100, 0)}, ""},
+		{"small read buffer, default part", s3io.Config{Bucket: "logs", ReadBufferBytes: 10 << 20}, ""},
+		{"part larger than the read buffer allows", s3io.Config{Bucket: "logs", ReadBufferBytes: 10 << 20, PartBytes: 4 << 20}, "Config.PartBytes"},
+		{"negative worker buffer", s3io.Config{Bucket: "logs", WorkerBufferBytes: -1}, "Config.WorkerBufferBytes"},
+		{"worker buffer below a part", s3io.Config{Bucket: "logs", WorkerBufferBytes: 1000}, "Config.WorkerBufferBytes"},
 		{"negative list parallelism", s3io.Config{Bucket: "logs", ListParallelism: -1}, "Config.ListParallelism"},
 		{"huge list parallelism", s3io.Config{Bucket: "logs", ListParallelism: 1000}, "Config.ListParallelism"},
 	} {
