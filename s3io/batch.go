@@ -230,21 +230,7 @@ func (fn *reader) emitBatches(d SplitDescriptor, emit func(RecordBatch)) memberE
 func claimRunLocked(rt *sdf.LockRTracker, c *runClaim) int {
 	rt.Mu.Lock()
 	defer rt.Mu.Unlock()
-	if t, ok := rt.Rt.(*tracker); ok {
-		return t.claimRun(c)
-	}
-	// Some other tracker (none is made by this package): claim record by record.
-	claim := &readerClaim{position: position{Member: c.Member}, seekable: c.Seekable}
-	for i := range c.Ends {
-		claim.Index, claim.end, claim.storedBytes = c.From+int64(i), c.Ends[i], c.Stored[i]
-		if !c.Hint {
-			claim.end = -1
-		}
-		if !rt.Rt.TryClaim(claim) {
-			return i
-		}
-	}
-	return len(c.Ends)
+	return rt.Rt.(*tracker).claimRun(c) // CreateTracker makes every tracker a *tracker
 }
 
 // copyBatch returns recs, the records from index start of member m, as a RecordBatch whose

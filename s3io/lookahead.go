@@ -111,13 +111,19 @@ func announce(key string, d SplitDescriptor, rest restriction) {
 	announcements.list = append(announcements.list, &announced{key: key, d: d, rest: rest})
 }
 
-// aheadFetch is an object fetched for a restriction that has not started.
-type aheadFetch struct {
+// fetchKey names a member's fetch by content: the bucket, the object pinned to its ETag, and
+// the byte range. A fetch ahead is taken over only by a read with the same key.
+type fetchKey struct {
 	bucket string
 	obj    fetch.Object
 	rng    fetch.Range
-	of     *fetch.ObjectFetch
-	timer  *time.Timer
+}
+
+// aheadFetch is an object fetched for a restriction that has not started.
+type aheadFetch struct {
+	fetchKey
+	of    *fetch.ObjectFetch
+	timer *time.Timer
 }
 
 // aheadFetches are a reader instance's fetches ahead, in the order they were queued.
@@ -131,12 +137,10 @@ type aheadFetches struct {
 
 // aheadWant is a member a starting restriction wants fetched: the i-th of the restriction.
 type aheadWant struct {
-	i      int
-	bucket string
-	obj    fetch.Object
-	rng    fetch.Range
-	of     *fetch.ObjectFetch
-	ahead  bool // fetched ahead, taken over
+	i int
+	fetchKey
+	of    *fetch.ObjectFetch
+	ahead bool // fetched ahead, taken over
 }
 
 // take returns wants with their fetches: those fetched ahead for the same bytes, taken over
@@ -146,11 +150,11 @@ type aheadWant struct {
 func (a *aheadFetches) take(wants []aheadWant, gets func(string) *fetch.Gets, f *fetch.Fetcher) []aheadWant {
 	a.mu.Lock()
 	var drop []*aheadFetch
-	i := 0
-	for k := range wants {
-		w := &wants[k]
+	i, taken := 0, 0
+	for ; taken < len(wants); taken++ {
+		w := &wants[taken]
 		j := i
-		for j < len(a.list) && !a.list[j].matches(w) {
+		for j < len(a.list) && a.list[j].fetchKey != w.fetchKey {
 			j++
 		}
 		if j == len(a.list) {
@@ -161,13 +165,7 @@ func (a *aheadFetches) take(wants []aheadWant, gets func(string) *fetch.Gets, f 
 		af.timer.Stop()
 		w.of, w.ahead, i = af.of, true, j+1
 	}
-	fresh := false
-	for _, w := range wants {
-		if w.of == nil {
-			fresh = true
-		}
-	}
-	if fresh {
+	if taken < len(wants) {
 		drop = append(drop, a.list[i:]...)
 		a.list = a.list[:0]
 	} else {
@@ -184,10 +182,6 @@ func (a *aheadFetches) take(wants []aheadWant, gets func(string) *fetch.Gets, f 
 		}
 	}
 	return wants
-}
-
-func (af *aheadFetch) matches(w *aheadWant) bool {
-	return af.bucket == w.bucket && af.obj == w.obj && af.rng == w.rng
 }
 
 // started marks the announcement of the restriction beginning at start of descriptor id as
@@ -229,16 +223,8 @@ func (a *aheadFetches) fetchNext(f *fetch.Fetcher, gets func(string) *fetch.Gets
 			continue
 		}
 		an.claimed = true
-		for m := an.rest.Start.Member; m <= an.rest.lastMember(); m++ {
-			member := an.d.Members[m]
-			if member.Archived != "" {
-				continue
-			}
-			hint := resumeHint{}
-			if m == an.rest.Start.Member {
-				hint = an.rest.Resume
-			}
-			af := &aheadFetch{bucket: an.d.Bucket, obj: member.object(), rng: spanOf(member, hint).fetchRange()}
+		for _, w := range memberFetches(an.d, an.rest) {
+			af := &aheadFetch{fetchKey: w.fetchKey}
 			af.of = f.Add(gets(af.bucket), af.obj, af.rng)
 			af.timer = time.AfterFunc(aheadTTL, func() { a.expire(af) })
 			a.list = append(a.list, af)

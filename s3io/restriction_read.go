@@ -29,14 +29,7 @@ func (fn *reader) newRestrictionRead(ctx context.Context, d SplitDescriptor, res
 	rd.ahead, _ = fn.Cfg.decoding()
 	n := max(rd.last-rest.Start.Member+1, 0)
 	rd.fetches, rd.reads = make([]*fetch.ObjectFetch, n), make([]*memberRead, n)
-	wants := make([]aheadWant, 0, n)
-	for m := rest.Start.Member; m <= rd.last; m++ {
-		if d.Members[m].Archived != "" {
-			continue // never requested: its GET could only fail
-		}
-		wants = append(wants, aheadWant{i: m - rest.Start.Member, bucket: d.Bucket, obj: d.Members[m].object(), rng: rd.spanOf(m).fetchRange()})
-	}
-	for _, w := range fn.ahead.take(wants, fn.getsFor, fn.fetcher) {
+	for _, w := range fn.ahead.take(memberFetches(d, rest), fn.getsFor, fn.fetcher) {
 		if w.ahead {
 			metricFetchedAhead.Inc(ctx, 1)
 		}
@@ -49,12 +42,29 @@ func (fn *reader) newRestrictionRead(ctx context.Context, d SplitDescriptor, res
 }
 
 // spanOf returns where reading member m begins and ends.
-func (rd *restrictionRead) spanOf(m int) readSpan {
-	var hint resumeHint
-	if m == rd.start.Member {
-		hint = rd.hint
+func (rd *restrictionRead) spanOf(m int) readSpan { return memberSpan(rd.d, rd.start, rd.hint, m) }
+
+// memberSpan returns where reading member m of d begins and ends, for a restriction that
+// starts at start with resume hint hint: the hint applies to its first member only.
+func memberSpan(d SplitDescriptor, start position, hint resumeHint, m int) readSpan {
+	if m != start.Member {
+		hint = resumeHint{}
 	}
-	return spanOf(rd.d.Members[m], hint)
+	return spanOf(d.Members[m], hint)
+}
+
+// memberFetches returns what reading rest of d fetches, member by member: every member but
+// the archived ones, which are never requested (their GET could only fail).
+func memberFetches(d SplitDescriptor, rest restriction) []aheadWant {
+	var wants []aheadWant
+	for m := rest.Start.Member; m <= rest.lastMember(); m++ {
+		if d.Members[m].Archived != "" {
+			continue
+		}
+		rng := memberSpan(d, rest.Start, rest.Resume, m).fetchRange()
+		wants = append(wants, aheadWant{i: m - rest.Start.Member, fetchKey: fetchKey{bucket: d.Bucket, obj: d.Members[m].object(), rng: rng}})
+	}
+	return wants
 }
 
 // object is what the fetch layer needs to know of m.
