@@ -166,3 +166,29 @@ func TestPartSizeFollowsBudgetAndConnections(t *testing.T) {
 	}
 	f.Close()
 }
+
+// A connection's rate is its body's, from first byte to last: a server that answers late
+// but sends fast (a loaded server nearby, queueing requests) is a fast connection, which
+// earns large parts, while its latency is left to the budget. Measured through the
+// request's latency, 1 MiB answered 300 ms late reads as ~3.5 MB/s.
+func TestPartRateLeavesLatencyOut(t *testing.T) {
+	const mib = 1 << 20
+	fx := newFixture(t, mib, 8*mib, 4, []int{3 * mib, 3 * mib})
+	fx.reqs.base = slowNetwork{base: http.DefaultTransport, delay: 300 * time.Millisecond}
+	pool := NewPool(8 * mib)
+	f := NewFetcher(t.Context(), fx.set, pool, NewBudget(pool, 8*mib, 8*mib, 8*mib))
+	for _, o := range fx.objects {
+		s := f.Add(fx.gets, o, Range{PlanEnd: o.Size}).Stream()
+		if _, err := io.Copy(io.Discard, s); err != nil {
+			t.Fatalf("%s: %v", o.Key, err)
+		}
+		s.Close()
+	}
+	f.Close()
+	pool.Close()
+	// A MiB in under 100 ms leaves room for a slow, instrumented test binary: the bound
+	// only has to sit well above what the latency would make it.
+	if r := f.rate.Load(); r < 10e6 {
+		t.Errorf("connection rate %d B/s for parts answered 300 ms late: the latency was counted", r)
+	}
+}

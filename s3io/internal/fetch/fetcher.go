@@ -36,7 +36,9 @@ type Fetcher struct {
 	issued  int  // parts issued since the fetcher was last idle (scheduler only)
 	wasIdle bool // the queue ran dry: the next object starts with small parts (under mu)
 	// rate is what one connection delivered lately, in bytes per second from a part's
-	// request to its last byte (a moving average over parts; 0 before the first).
+	// first byte to its last (a moving average over parts; 0 before the first). The
+	// request's latency is left out: on a loaded server nearby it is queueing, which says
+	// nothing about how fast a connection's body flows (see partLatency).
 	rate atomic.Int64
 
 	gotten, resumes, received, cancelled, dropped, rangeIgnored atomic.Int64
@@ -198,7 +200,7 @@ const partsInFlight = 16
 // minPartBytes is the smallest part after the ramp.
 const minPartBytes = 1 << 20
 
-// partLatency is the request latency a part should be worth: a connection that delivers r
+// partLatency is the request latency a part should be worth: a connection whose body flows at r
 // bytes per second gets parts of r × partLatency, so that a connection much faster than
 // S3's ~90 MB/s (a server nearby, or loopback, where each GET costs the server's CPU on the
 // same cores) reads fewer, larger parts, while on S3 the budget's sixteenth decides.
@@ -219,7 +221,7 @@ func (f *Fetcher) partSize() int64 {
 	return min(n, f.set.PartBytes)
 }
 
-// delivered adds a part of n bytes that took d from its request to its last byte to the
+// delivered adds a part of n bytes whose body took d from its first byte to its last to the
 // connection rate's moving average (weight 1/8).
 func (f *Fetcher) delivered(n int64, d time.Duration) {
 	if n < minPartBytes || d <= 0 {
@@ -266,7 +268,7 @@ func (f *Fetcher) fetch(of *ObjectFetch, p *part) {
 	p.err = r.readFull(p.buf)
 	r.Close()
 	if p.err == nil {
-		f.delivered(int64(len(p.buf)), time.Since(start))
+		f.delivered(int64(len(p.buf)), time.Since(start)-r.firstByte)
 	}
 	<-f.reqs
 	f.account(r)

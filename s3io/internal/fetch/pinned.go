@@ -97,6 +97,9 @@ type PinnedReader struct {
 	resumes      int   // requests made to resume a broken body
 	received     int64 // body bytes received
 	rangeIgnored int   // ranged GETs answered with the whole object
+	// firstByte is how long the first request took to answer: the request latency a part
+	// pays before its body flows.
+	firstByte time.Duration
 }
 
 // request issues a pinned GET for [r.pos, limit).
@@ -115,7 +118,11 @@ func (r *PinnedReader) request(limit int64) error {
 	}
 	r.gets++
 	ctx, cancel := context.WithCancel(r.ctx)
+	asked := time.Now()
 	out, err := r.g.client.GetObject(ctx, in)
+	if r.gets == 1 {
+		r.firstByte = time.Since(asked)
+	}
 	if err != nil {
 		cancel()
 		if refusedRange(err) {
