@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"io"
+	"iter"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/sdf"
@@ -12,22 +13,57 @@ import (
 )
 
 // RecordBatch is consecutive records of one object, in order, as ReadBatches emits them:
-// Records[i] is the record whose identity is (SplitID, Member, Index+i), the same in every
+// Record(i) is the record whose identity is (SplitID, Member, Index+i), the same in every
 // run over the same plan, as ReadWithPositions' Record. A batch never spans two objects,
 // nor two entries of an archive.
 //
-// Each batch's records are copied into one buffer of its own, so a batch and its records
-// may be kept downstream as long as needed; they are never written again.
+// The records lie back to back in Data, which is the batch's own: a batch and its records
+// may be kept downstream as long as needed, and are never written again. Data and Ends are
+// the layout of a columnar binary array (Arrow's, with the leading 0 left out), so a
+// columnar step takes them as they are; Record and All hand out the records one by one
+// without copying.
 type RecordBatch struct {
 	SplitID string
 	Key     string
 	Member  int
-	// Index is the index of Records[0] among the object's records.
+	// Index is the index of the batch's first record among the object's records.
 	Index int64
 	// Entry names the archive entry (tar or zip) the records came from; "" outside
 	// archives. Indexes run on across an archive's entries.
-	Entry   string
-	Records [][]byte
+	Entry string
+	// Data holds the records back to back, with no separators between them.
+	Data []byte
+	// Ends[i] is the offset in Data just past record i, which starts where record i-1
+	// ends (record 0 at 0). A batch holds at most 1 GiB (Config.BatchBytes, or one record
+	// of at most Config.MaxRecordBytes).
+	Ends []int32
+}
+
+// Len is the number of records in b.
+func (b RecordBatch) Len() int { return len(b.Ends) }
+
+// Record returns record i of b, 0 ≤ i < b.Len(), as a sub-slice of b.Data capped at its
+// end, so that appending to it copies instead of writing over the next record.
+func (b RecordBatch) Record(i int) []byte {
+	start := int32(0)
+	if i > 0 {
+		start = b.Ends[i-1]
+	}
+	return b.Data[start:b.Ends[i]:b.Ends[i]]
+}
+
+// All yields each record of b with its index among the object's records (b.Index + i),
+// as Record does.
+func (b RecordBatch) All() iter.Seq2[int64, []byte] {
+	return func(yield func(int64, []byte) bool) {
+		start := int32(0)
+		for i, end := range b.Ends {
+			if !yield(b.Index+int64(i), b.Data[start:end:end]) {
+				return
+			}
+			start = end
+		}
+	}
 }
 
 // ReadBatches is Read emitting a PCollection<RecordBatch>: the same records, in batches of
@@ -178,20 +214,25 @@ func (b *batcher) flush(rt *sdf.LockRTracker) (cut bool) {
 // checkpoint would otherwise leave to a residual to read again.
 func (fn *reader) emitBatches(d SplitDescriptor, emit func(RecordBatch)) memberEmitter {
 	bt := fn.newBatcher(d, emit)
-	// held are the slabs batches retired whose records may not all be copied out yet: until
-	// nothing is pending at the end of a batch, every record of it and before is copied.
-	var held [][]byte
+	// held are the slabs earlier framer batches retired: once no record of those batches
+	// is pending (none is, or the pending ones all come from the current batch), every
+	// record in them was copied out. cur are the current batch's own, which its records
+	// still being added may live in.
+	var held, cur [][]byte
 	return func(ctx context.Context, rt *sdf.LockRTracker, rd *restrictionRead, mr *memberRead, first int64, mc *memberCount) (bool, error) {
 		idx := mc.next
 		bt.open(mr.m, first)
 		defer func() {
 			mc.next, mc.emitted = idx, bt.emitted
-			decode.ReleaseSlabs(held) // what was not copied is dropped: nothing reads them now
-			held = held[:0]
+			// What was not copied is dropped: nothing reads them now.
+			decode.ReleaseSlabs(held)
+			decode.ReleaseSlabs(cur)
+			held, cur = held[:0], nil
 		}()
 		for {
 			b := mr.frames.Next()
-			held = append(held, b.Retired...)
+			from := idx // the index of b's first record
+			cur = b.Retired
 			bt.seekable = b.Seekable
 			for i, rec := range b.Records {
 				if idx < first {
@@ -202,6 +243,10 @@ func (fn *reader) emitBatches(d SplitDescriptor, emit func(RecordBatch)) memberE
 				if bt.add(rt, idx, b.Entries[i], rec, b.Ends[i], b.Consumed) {
 					idx = bt.owned + 1
 					return true, nil
+				}
+				if len(held) > 0 && (len(bt.recs) == 0 || bt.start >= from) {
+					decode.ReleaseSlabs(held)
+					held = held[:0]
 				}
 				idx++
 			}
@@ -215,6 +260,7 @@ func (fn *reader) emitBatches(d SplitDescriptor, emit func(RecordBatch)) memberE
 			case b.Err != nil:
 				return false, b.Err
 			}
+			held, cur = append(held, cur...), nil
 			if len(bt.recs) == 0 {
 				decode.ReleaseSlabs(held)
 				held = held[:0]
@@ -233,18 +279,16 @@ func claimRunLocked(rt *sdf.LockRTracker, c *runClaim) int {
 	return rt.Rt.(*tracker).claimRun(c) // CreateTracker makes every tracker a *tracker
 }
 
-// copyBatch returns recs, the records from index start of member m, as a RecordBatch whose
-// records share one new buffer: two allocations per batch, none per record, and nothing
-// downstream keeps a framer's slab alive. bytes.Join allocates its result without zeroing
-// it first, which a make would do for bytes about to be overwritten.
+// copyBatch returns recs, the records from index start of member m, as a RecordBatch that
+// owns a copy of them: two allocations per batch, both free of pointers (nothing for the
+// collector to scan), none per record, and nothing downstream keeps a framer's slab alive.
 func copyBatch(d SplitDescriptor, m int, start int64, entry string, recs [][]byte) RecordBatch {
-	buf := bytes.Join(recs, nil)
-	views := make([][]byte, len(recs))
-	off := 0
+	data := bytes.Join(recs, nil) // allocated without zeroing: every byte is written
+	ends := make([]int32, len(recs))
+	off := int32(0)
 	for i, r := range recs {
-		end := off + len(r)
-		views[i] = buf[off:end:end]
-		off = end
+		off += int32(len(r))
+		ends[i] = off
 	}
-	return RecordBatch{SplitID: d.ID, Key: d.Members[m].Key, Member: m, Index: start, Entry: entry, Records: views}
+	return RecordBatch{SplitID: d.ID, Key: d.Members[m].Key, Member: m, Index: start, Entry: entry, Data: data, Ends: ends}
 }

@@ -53,11 +53,12 @@ func checkBatcherConcurrent(t *testing.T, seed uint64) (splits, cut, hinted int)
 	var mu sync.Mutex
 	emitted := map[position]int{}
 	emit := func(b RecordBatch) {
-		if len(b.Records) == 0 || len(b.Records) > maxRecs {
-			t.Fatalf("seed %d: batch of %d records, bound %d", seed, len(b.Records), maxRecs)
+		if b.Len() == 0 || b.Len() > maxRecs {
+			t.Fatalf("seed %d: batch of %d records, bound %d", seed, b.Len(), maxRecs)
 		}
 		size := 0
-		for i, r := range b.Records {
+		for i := range b.Len() {
+			r := b.Record(i)
 			size += len(r)
 			if want := fmt.Sprintf("%d:%d", b.Member, b.Index+int64(i)); string(r) != want {
 				t.Fatalf("seed %d: batch %s/%d/%d record %d is %q, want %q", seed, b.SplitID, b.Member, b.Index, i, r, want)
@@ -66,8 +67,8 @@ func checkBatcherConcurrent(t *testing.T, seed uint64) (splits, cut, hinted int)
 			emitted[position{Member: b.Member, Index: b.Index + int64(i)}]++
 			mu.Unlock()
 		}
-		if size > maxBytes && len(b.Records) > 1 {
-			t.Fatalf("seed %d: batch of %d bytes in %d records, bound %d", seed, size, len(b.Records), maxBytes)
+		if size > maxBytes && b.Len() > 1 {
+			t.Fatalf("seed %d: batch of %d bytes in %d records, bound %d", seed, size, b.Len(), maxBytes)
 		}
 		if b.SplitID != d.ID || b.Key != d.Members[b.Member].Key {
 			t.Fatalf("seed %d: batch names %s/%s", seed, b.SplitID, b.Key)
@@ -247,5 +248,42 @@ func TestClaimRunGrantsThePrefixBeforeTheEnd(t *testing.T) {
 	tr.TryClaim(position{Member: 0, Index: 5})
 	if tr.claimRun(&runClaim{Member: 0, From: 5, Ends: []int64{1}, Stored: []int64{1}}) != 0 || tr.GetError() == nil {
 		t.Fatal("a run over a claimed record must be refused as misuse")
+	}
+}
+
+// A batch's records are Data cut at Ends: empty records included, each capped so that an
+// append to one copies instead of writing over the next, and All yields them with their
+// indexes among the object's records.
+func TestRecordBatchLayout(t *testing.T) {
+	recs := [][]byte{[]byte("ab"), {}, []byte("cde"), []byte("f")}
+	b := copyBatch(SplitDescriptor{ID: "s", Members: []Member{{Key: "k"}}}, 0, 7, "", recs)
+	if string(b.Data) != "abcdef" || b.Len() != 4 {
+		t.Fatalf("batch Data %q with %d records, want \"abcdef\" and 4", b.Data, b.Len())
+	}
+	for i, want := range recs {
+		if got := b.Record(i); string(got) != string(want) {
+			t.Errorf("Record(%d) = %q, want %q", i, got, want)
+		}
+	}
+	_ = append(b.Record(0), 'X')
+	if string(b.Data) != "abcdef" {
+		t.Errorf("appending to record 0 wrote over its neighbour: Data %q", b.Data)
+	}
+	i := 0
+	for idx, r := range b.All() {
+		if idx != 7+int64(i) || string(r) != string(recs[i]) {
+			t.Errorf("All yielded %d %q at step %d, want %d %q", idx, r, i, 7+i, recs[i])
+		}
+		i++
+		if i == 3 {
+			break // All stops when its loop does
+		}
+	}
+	if i != 3 {
+		t.Errorf("All yielded %d records before the break, want 3", i)
+	}
+	recs[0][0] = 'Z'
+	if b.Data[0] != 'a' {
+		t.Errorf("the batch shares its records' memory: Data %q after the source changed", b.Data)
 	}
 }

@@ -90,7 +90,7 @@ const (
 // Hard limits: maxSplitMembersLimit bounds what one descriptor and its restriction take in
 // the runner's memory and on the wire whatever MaxSplitMembers asks (a restriction carries
 // 8 bytes of weight per member: 8 MiB at the limit), and maxRecordBytesLimit keeps a record
-// buffer allocatable.
+// buffer, and a RecordBatch (whose Ends are int32), allocatable.
 const (
 	maxSplitMembersLimit = 1 << 20
 	maxRecordBytesLimit  = 1 << 30
@@ -183,7 +183,7 @@ type Config struct {
 	MaxRecordBytes int
 	// BatchRecords and BatchBytes bound the batches ReadBatches and ReadSplitBatches emit:
 	// at most BatchRecords records (default 1024) and at most BatchBytes bytes of them
-	// (default 1 MiB), whichever is reached first; a record longer than BatchBytes is a
+	// (default 1 MiB, at most 1 GiB), whichever is reached first; a record longer than BatchBytes is a
 	// batch of its own. Batches that large make Beam's per-element cost negligible per
 	// record; larger ones only hold more memory per element. Read and ReadWithPositions
 	// ignore them.
@@ -325,8 +325,8 @@ func (c Config) validateReading() error {
 	if c.BatchRecords < 0 {
 		return fmt.Errorf("s3io: Config.BatchRecords is %d; it must be positive (0 means the default, %d)", c.BatchRecords, defaultBatchRecords)
 	}
-	if c.BatchBytes < 0 {
-		return fmt.Errorf("s3io: Config.BatchBytes is %d; it must be positive (0 means the default, %d)", c.BatchBytes, defaultBatchBytes)
+	if c.BatchBytes < 0 || c.BatchBytes > maxRecordBytesLimit {
+		return fmt.Errorf("s3io: Config.BatchBytes is %d; it must be between 1 and %d (0 means the default, %d)", c.BatchBytes, maxRecordBytesLimit, defaultBatchBytes)
 	}
 	if c.MaxAttempts < 0 || c.MaxAttempts > 100 {
 		return fmt.Errorf("s3io: Config.MaxAttempts is %d; it must be between 1 and 100 (0 means the default, %d)", c.MaxAttempts, defaultMaxAttempts)

@@ -39,6 +39,7 @@ func TestConfigValidate(t *testing.T) {
 		{"huge record size", s3io.Config{Bucket: "logs", MaxRecordBytes: 1 << 31}, "Config.MaxRecordBytes"},
 		{"negative batch records", s3io.Config{Bucket: "logs", BatchRecords: -1}, "Config.BatchRecords"},
 		{"negative batch bytes", s3io.Config{Bucket: "logs", BatchBytes: -1}, "Config.BatchBytes"},
+		{"batches over 1 GiB", s3io.Config{Bucket: "logs", BatchBytes: 2 << 30}, "Config.BatchBytes"},
 		{"tiny batches", s3io.Config{Bucket: "logs", BatchRecords: 1, BatchBytes: 1}, ""},
 		{"glob", s3io.Config{Bucket: "logs", Prefix: "a/", Match: "a/**/*.gz"}, ""},
 		{"glob narrower than prefix", s3io.Config{Bucket: "logs", Prefix: "a/", Match: "a/b-?/*.gz"}, ""},

@@ -186,7 +186,7 @@ func ExampleRead() {
 
 // exampleBatchCount counts a batch's records under its object's key: Beam handles one
 // element per batch, not one per record.
-func exampleBatchCount(b s3io.RecordBatch) (string, int) { return b.Key, len(b.Records) }
+func exampleBatchCount(b s3io.RecordBatch) (string, int) { return b.Key, b.Len() }
 
 // Records in bulk: count the records of every object. A step that takes a whole batch (a
 // count, a bulk writer, a columnar conversion) skips Beam's per-element cost per record.

@@ -48,7 +48,6 @@ type Credit interface {
 type Framing struct {
 	cancel func() // ends the object's read, so that Stop never waits on the network
 	out    chan *Batch
-	free   chan *Batch
 	done   chan struct{}
 	wg     sync.WaitGroup
 	reader *RecordReader // set by the goroutine; read only after Stop
@@ -91,7 +90,6 @@ func StartFraming(src FramingSource, windowBytes int, creditBytes int64) *Framin
 	f := &Framing{
 		cancel: src.Cancel,
 		out:    make(chan *Batch, ahead+extra),
-		free:   make(chan *Batch, ahead+extra+2),
 		done:   make(chan struct{}),
 		window: int32(ahead),
 		taken:  make(chan struct{}, 1),
@@ -124,13 +122,7 @@ func (f *Framing) run(src FramingSource) {
 		return
 	}
 	for {
-		var b *Batch
-		select {
-		case b = <-f.free:
-			b.Records, b.Ends, b.Entries, b.Retired, b.Err, b.credit = b.Records[:0], b.Ends[:0], b.Entries[:0], b.Retired[:0], nil, 0
-		default:
-			b = &Batch{Records: make([][]byte, 0, batchRecords), Ends: make([]int64, 0, batchRecords), Entries: make([]string, 0, batchRecords)}
-		}
+		b := newBatch()
 		b.Seekable = seekable
 		for size := 0; len(b.Records) < batchRecords && size < batchBytes; {
 			rec, off, err := rr.Next()
@@ -154,13 +146,14 @@ func (f *Framing) run(src FramingSource) {
 		if !f.admit(b) {
 			return
 		}
+		last := b.Err != nil // once sent, b is the reader's, which recycles it
 		select {
 		case f.out <- b:
 		case <-f.done:
 			f.refund(b)
 			return
 		}
-		if b.Err != nil {
+		if last {
 			return
 		}
 	}
@@ -220,11 +213,31 @@ func (f *Framing) Next() *Batch {
 // holds records back to group them hands them on before it may wait.
 func (f *Framing) Ready() bool { return len(f.out) > 0 }
 
-// Recycle hands a consumed batch back for reuse.
+// Recycle hands a consumed batch back for reuse, by any object's framing.
 func (f *Framing) Recycle(b *Batch) {
+	// Its slices would keep the records' slabs alive while it waits.
+	clear(b.Records)
+	clear(b.Entries)
+	clear(b.Retired)
+	b.Records, b.Ends, b.Entries, b.Retired, b.Err, b.credit = b.Records[:0], b.Ends[:0], b.Entries[:0], b.Retired[:0], nil, 0
 	select {
-	case f.free <- b:
+	case freeBatches <- b:
 	default:
+	}
+}
+
+// freeBatches are consumed batches, shared by every object's framing: each object's
+// framing would otherwise allocate its window's worth of them again (~100 KB each, mostly
+// pointers the collector scans), as many times as a worker reads objects.
+var freeBatches = make(chan *Batch, 64)
+
+// newBatch returns an empty batch, recycled if one is free.
+func newBatch() *Batch {
+	select {
+	case b := <-freeBatches:
+		return b
+	default:
+		return &Batch{Records: make([][]byte, 0, batchRecords), Ends: make([]int64, 0, batchRecords), Entries: make([]string, 0, batchRecords)}
 	}
 }
 

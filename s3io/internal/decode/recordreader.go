@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"sync"
 )
 
 // ErrRecordTooLarge reports a record longer than the reader's limit.
@@ -20,13 +19,20 @@ var ErrFramer = errors.New("s3io: framing failed")
 // kept from it is.
 const slabBytes = 256 << 10
 
-// slabPool holds slabs handed back with ReleaseSlabs.
-var slabPool sync.Pool
+// freeSlabs holds slabs handed back with ReleaseSlabs, at most 8 MiB of them. Not a
+// sync.Pool: a batched read allocates about a byte per byte it reads, so the collector runs
+// every few tens of MB, and a pool emptied at every collection would hand back almost
+// nothing.
+var freeSlabs = make(chan []byte, 32)
 
 // ReleaseSlabs hands back slabs a Batch retired, once no record in them is used any more.
 func ReleaseSlabs(slabs [][]byte) {
 	for _, s := range slabs {
-		slabPool.Put(&s)
+		select {
+		case freeSlabs <- s:
+		default:
+			return
+		}
 	}
 }
 
@@ -239,8 +245,9 @@ func (r *RecordReader) fill() error {
 		}
 		var nb []byte
 		if r.recycle && size == slabBytes {
-			if p, ok := slabPool.Get().(*[]byte); ok {
-				nb = *p
+			select {
+			case nb = <-freeSlabs:
+			default:
 			}
 			if len(r.buf) == slabBytes {
 				r.retired = append(r.retired, r.buf)
