@@ -255,9 +255,9 @@ func (f *Fetcher) getBuf(ctx context.Context, n int64) ([]byte, bool) {
 
 // putBuf returns a part's buffer to the pool and its room to the budget.
 func (f *Fetcher) putBuf(b []byte) {
-	c := int64(cap(b))
 	f.pool.put(b)
-	f.budget.give(c)
+	// The budget took the part's class; the pool may have lent a larger buffer.
+	f.budget.give(partClass(int64(len(b))))
 }
 
 // fetch reads one part into its buffer.

@@ -77,16 +77,47 @@ func (p *Pool) get(ctx context.Context, n int64) ([]byte, bool) {
 // take counts a buffer of capacity c as held and returns an idle one of that class, or nil
 // after making room for a new one by freeing idle buffers of other classes. p.mu is held.
 func (p *Pool) take(c int64) []byte {
+	if l := p.free[c]; len(l) > 0 {
+		return p.takeIdle(c)
+	}
+	if c > 0 && p.held+p.idle+c > p.limit {
+		// Mapping a buffer would free an idle one first. A reader's first parts after an
+		// idle spell are small (rampParts) while the idle buffers are full-size: freeing a
+		// full-size buffer for a small one, then mapping it again for the next full part,
+		// faults every page of both in anew (~120 mappings and ~470 MB of page faults per
+		// GiB read when each object started that way). An idle buffer up to
+		// maxLendFactor classes larger serves instead, counted at its capacity as it was
+		// while idle, so the pool maps no more than before.
+		best := int64(0)
+		for class, l := range p.free {
+			if class > c && class <= c*maxLendFactor && len(l) > 0 && (best == 0 || class < best) {
+				best = class
+			}
+		}
+		if best > 0 {
+			return p.takeIdle(best)
+		}
+	}
 	p.held += c
 	p.notify()
-	if l := p.free[c]; len(l) > 0 {
-		b := l[len(l)-1]
-		p.free[c] = l[:len(l)-1]
-		p.idle -= c
-		return b
-	}
 	p.trimIdle()
 	return nil
+}
+
+// maxLendFactor bounds how much larger than its class an idle buffer lent to a part may be:
+// a ramp part (256 KiB) may take a full 8 MiB part's buffer, while small objects' parts do
+// not hold full-size buffers, which would cut the GETs in flight.
+const maxLendFactor = 32
+
+// takeIdle hands out an idle buffer of class c, counted as held. p.mu is held.
+func (p *Pool) takeIdle(c int64) []byte {
+	l := p.free[c]
+	b := l[len(l)-1]
+	p.free[c] = l[:len(l)-1]
+	p.idle -= c
+	p.held += c
+	p.notify()
+	return b
 }
 
 // trimIdle frees idle buffers until what is held and idle fits the limit. p.mu is held.

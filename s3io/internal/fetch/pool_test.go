@@ -30,8 +30,10 @@ func TestPoolBound(t *testing.T) {
 	}
 	p.put(a)
 	c := <-got
-	if cap(c) != unit {
-		t.Fatalf("a one-byte part got a buffer of %d bytes, want the smallest class", cap(c))
+	// The pool is at its limit with a's buffer idle: mapping a new one would free it, so
+	// the idle buffer, a larger class, is lent instead.
+	if cap(c) != 2*unit || &c[:1][0] != &a[0] {
+		t.Fatalf("a one-byte part got a new buffer of %d bytes, want the idle one of %d lent", cap(c), 2*unit)
 	}
 	p.put(b)
 	p.put(c)
@@ -65,10 +67,19 @@ func TestPoolReuse(t *testing.T) {
 		t.Error("the part after a release did not reuse the released buffer")
 	}
 	p.put(b)
-	// Four buffers of one class evict the idle one of the other.
+	// Small parts, far smaller than the idle buffer (more than maxLendFactor classes), are
+	// not lent it: they evict it, so that it does not take the room of many of them.
+	p.mu.Lock()
+	p.limit = 2 * maxLendFactor * unit
+	p.mu.Unlock()
+	huge, _ := p.get(ctx, 2*maxLendFactor*unit)
+	p.put(huge)
 	var small [][]byte
 	for range 4 {
 		s, _ := p.get(ctx, unit)
+		if cap(s) != unit {
+			t.Fatalf("a part of one class got a buffer of %d bytes", cap(s))
+		}
 		small = append(small, s)
 	}
 	p.mu.Lock()
