@@ -122,31 +122,39 @@ func TestBudgetReserve(t *testing.T) {
 	}
 }
 
-// Parts are small after the fetcher was idle, then a sixteenth of the budget, or what a
-// connection delivers in partLatency when that is more (a fast server nearby), in powers of
-// two between 1 MiB and PartBytes.
+// Parts are small after the fetcher was idle, then a sixteenth of the budget, what a
+// connection delivers in partLatency, or what it delivers while a request waits for its
+// first byte within an eighth of the budget, whichever is largest, in powers of two between
+// 1 MiB and PartBytes (rounded up from within a quarter).
 func TestPartSizeFollowsBudgetAndConnections(t *testing.T) {
 	const mib = 1 << 20
 	pool := NewPool(256 * mib)
 	for _, tc := range []struct {
-		name   string
-		issued int
-		limit  int64
-		rate   int64 // bytes per second per connection
-		want   int64
+		name      string
+		issued    int
+		limit     int64
+		rate      int64         // bytes per second per connection
+		firstByte time.Duration // a request's wait for its answer
+		want      int64
 	}{
-		{"first part after idle", 0, 32 * mib, 0, 256 << 10},
-		{"second part after idle", 1, 32 * mib, 0, mib},
-		{"starting budget", 2, 32 * mib, 0, 2 * mib},
-		{"S3-like connections", 2, 32 * mib, 40e6, 2 * mib},
-		{"grown budget", 2, 64 * mib, 40e6, 4 * mib},
-		{"small budget", 2, 8 * mib, 0, mib},
-		{"fast connections", 2, 8 * mib, 1e9, 8 * mib},
-		{"fast, capped by PartBytes", 2, 8 * mib, 1e10, 8 * mib},
+		{"first part after idle", 0, 32 * mib, 0, 0, 256 << 10},
+		{"second part after idle", 1, 32 * mib, 0, 0, mib},
+		{"starting budget", 2, 32 * mib, 0, 0, 2 * mib},
+		{"S3-like connections", 2, 32 * mib, 40e6, 0, 2 * mib},
+		{"grown budget", 2, 64 * mib, 40e6, 0, 4 * mib},
+		{"48 MiB budget: 3 MiB rounds down", 2, 48 * mib, 40e6, 0, 2 * mib},
+		{"small budget", 2, 8 * mib, 0, 0, mib},
+		{"fast connections", 2, 8 * mib, 1e9, 0, 8 * mib},
+		{"fast, capped by PartBytes", 2, 8 * mib, 1e10, 0, 8 * mib},
+		{"S3: 90 MB/s, 30 ms", 2, 32 * mib, 90e6, 30 * time.Millisecond, 2 * mib},
+		{"a queue before the answer: 90 MB/s, 45 ms", 2, 32 * mib, 90e6, 45 * time.Millisecond, 4 * mib},
+		{"a long wait, within an eighth of the budget", 2, 32 * mib, 90e6, 500 * time.Millisecond, 4 * mib},
+		{"a long wait, a small budget", 2, 8 * mib, 90e6, 500 * time.Millisecond, mib},
 	} {
 		f := NewFetcher(t.Context(), Settings{PartBytes: 8 * mib, MaxRequestsInFlight: 1}, pool, NewBudget(pool, tc.limit, tc.limit, tc.limit))
 		f.issued = tc.issued
 		f.rate.Store(tc.rate)
+		f.firstByte.Store(int64(tc.firstByte))
 		if got := f.partSize(); got != tc.want {
 			t.Errorf("%s: part of %d bytes, want %d", tc.name, got, tc.want)
 		}

@@ -40,6 +40,9 @@ type Fetcher struct {
 	// request's latency is left out: on a loaded server nearby it is queueing, which says
 	// nothing about how fast a connection's body flows (see partLatency).
 	rate atomic.Int64
+	// firstByte is how long requests waited for their answer lately, in nanoseconds (a
+	// moving average over parts; 0 before the first).
+	firstByte atomic.Int64
 
 	gotten, resumes, received, cancelled, dropped, rangeIgnored atomic.Int64
 }
@@ -197,6 +200,10 @@ var rampParts = [...]int64{256 << 10, 1 << 20}
 // requests (AWS advises 8–16 MiB ranged GETs).
 const partsInFlight = 16
 
+// minPartsInFlight is how many parts a part size earned by the request latency leaves room
+// for in the budget.
+const minPartsInFlight = 8
+
 // minPartBytes is the smallest part after the ramp.
 const minPartBytes = 1 << 20
 
@@ -206,16 +213,26 @@ const minPartBytes = 1 << 20
 // same cores) reads fewer, larger parts, while on S3 the budget's sixteenth decides.
 const partLatency = 10 * time.Millisecond
 
-// partSize is the size of the next part: small after the fetcher was idle, then a sixteenth
-// of the budget or what a connection delivers in partLatency, whichever is larger, in
+// partSize is the size of the next part: small after the fetcher was idle, then the largest
+// of a sixteenth of the budget, what a connection delivers in partLatency, and what it
+// delivers while a request waits for its first byte (at most an eighth of the budget), in
 // powers of two, up to Settings.PartBytes.
 func (f *Fetcher) partSize() int64 {
 	if f.issued < len(rampParts) {
 		return min(rampParts[f.issued], f.set.PartBytes)
 	}
-	want := max(f.budget.Limit()/partsInFlight, f.rate.Load()*int64(partLatency)/int64(time.Second))
+	limit, rate := f.budget.Limit(), f.rate.Load()
+	want := max(limit/partsInFlight, rate*int64(partLatency)/int64(time.Second))
+	// A part should take about as long to arrive as its request waited for its first byte,
+	// so that latency costs a connection at most half its time (AWS's 8–16 MiB advice, for
+	// S3's latency and speed), while the budget still holds minPartsInFlight of them.
+	if wait := f.firstByte.Load(); wait > 0 {
+		want = max(want, min(rate*wait/int64(time.Second), limit/minPartsInFlight))
+	}
+	// The power of two at or below want, or the one above when want is within a quarter
+	// of it.
 	n := int64(minPartBytes)
-	for n*2 <= want {
+	for n*2 <= want+want/4 {
 		n *= 2
 	}
 	return min(n, f.set.PartBytes)
@@ -235,6 +252,23 @@ func (f *Fetcher) delivered(n int64, d time.Duration) {
 			nr = old + (r-old)/8
 		}
 		if f.rate.CompareAndSwap(old, nr) {
+			return
+		}
+	}
+}
+
+// answered adds a request's wait for its first byte to the moving average (weight 1/8).
+func (f *Fetcher) answered(d time.Duration) {
+	if d <= 0 {
+		return
+	}
+	for {
+		old := f.firstByte.Load()
+		nw := int64(d)
+		if old > 0 {
+			nw = old + (nw-old)/8
+		}
+		if f.firstByte.CompareAndSwap(old, nw) {
 			return
 		}
 	}
@@ -269,6 +303,7 @@ func (f *Fetcher) fetch(of *ObjectFetch, p *part) {
 	r.Close()
 	if p.err == nil {
 		f.delivered(int64(len(p.buf)), time.Since(start)-r.firstByte)
+		f.answered(r.firstByte)
 	}
 	<-f.reqs
 	f.account(r)
