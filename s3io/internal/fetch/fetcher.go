@@ -169,7 +169,9 @@ func (f *Fetcher) issue(of *ObjectFetch) bool {
 	}
 	for first := true; first || of.next < of.planEnd; first = false {
 		n := min(f.partSize(), max(of.planEnd-of.next, 0))
-		buf, ok := f.getBuf(of.ctx, n)
+		// A ramp part of an object that goes on: full-size parts follow it.
+		ramp := f.issued < len(rampParts) && of.planEnd-of.next > n
+		buf, ok := f.getBuf(of.ctx, n, ramp)
 		if !ok {
 			return false
 		}
@@ -274,13 +276,18 @@ func (f *Fetcher) answered(d time.Duration) {
 	}
 }
 
-// getBuf waits until the budget and the pool both hold room for a part of n bytes.
-func (f *Fetcher) getBuf(ctx context.Context, n int64) ([]byte, bool) {
+// getBuf waits until the budget and the pool both hold room for a part of n bytes; a ramp
+// part may be lent a larger idle buffer (Pool.getRamp).
+func (f *Fetcher) getBuf(ctx context.Context, n int64, ramp bool) ([]byte, bool) {
 	c := partClass(n)
 	if !f.budget.take(ctx, c) {
 		return nil, false
 	}
-	b, ok := f.pool.get(ctx, n)
+	get := f.pool.get
+	if ramp {
+		get = f.pool.getRamp
+	}
+	b, ok := get(ctx, n)
 	if !ok {
 		f.budget.give(c)
 	}

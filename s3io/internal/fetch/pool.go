@@ -53,12 +53,18 @@ func partClass(n int64) int64 {
 
 // get waits until a buffer for n bytes fits the limit and returns it, n bytes long; it
 // reports false if ctx ends first.
-func (p *Pool) get(ctx context.Context, n int64) ([]byte, bool) {
+func (p *Pool) get(ctx context.Context, n int64) ([]byte, bool) { return p.acquire(ctx, n, false) }
+
+// getRamp is get for one of a large object's first, small parts (rampParts), which may be
+// lent an idle buffer of a larger class (see take).
+func (p *Pool) getRamp(ctx context.Context, n int64) ([]byte, bool) { return p.acquire(ctx, n, true) }
+
+func (p *Pool) acquire(ctx context.Context, n int64, lend bool) ([]byte, bool) {
 	c := partClass(n)
 	for {
 		p.mu.Lock()
 		if p.held+c+p.demand <= p.limit || p.held == 0 {
-			b := p.take(c)
+			b := p.take(c, lend)
 			p.mu.Unlock()
 			if b == nil && c > 0 {
 				b = allocPart(int(c))
@@ -74,23 +80,31 @@ func (p *Pool) get(ctx context.Context, n int64) ([]byte, bool) {
 	}
 }
 
-// take counts a buffer of capacity c as held and returns an idle one of that class, or nil
-// after making room for a new one by freeing idle buffers of other classes. p.mu is held.
-func (p *Pool) take(c int64) []byte {
+// take counts a buffer of capacity c as held and returns an idle one of that class, or a
+// larger one lent (much larger if lend), or nil after making room for a new one by freeing idle buffers of other
+// classes. p.mu is held.
+func (p *Pool) take(c int64, lend bool) []byte {
 	if l := p.free[c]; len(l) > 0 {
 		return p.takeIdle(c)
 	}
 	if c > 0 && p.held+p.idle+c > p.limit {
 		// Mapping a buffer would free an idle one first. A reader's first parts after an
 		// idle spell are small (rampParts) while the idle buffers are full-size: freeing a
-		// full-size buffer for a small one, then mapping it again for the next full part,
-		// faults every page of both in anew (~120 mappings and ~470 MB of page faults per
-		// GiB read when each object started that way). An idle buffer up to
-		// maxLendFactor classes larger serves instead, counted at its capacity as it was
-		// while idle, so the pool maps no more than before.
+		// full-size buffer for a small one, then mapping it again for the object's next,
+		// full part, faults every page of both in anew (~120 mappings and ~470 MB of page
+		// faults per GiB read when each object started that way). An idle buffer up to
+		// maxLendFactor times larger serves instead, counted at its capacity as it was
+		// while idle, so the pool maps no more than before. The same holds when parts
+		// change class as the budget moves (4 and 8 MiB). Only ramp parts are lent buffers
+		// much larger than they need: small objects' parts would keep taking full-size
+		// buffers, and fewer of them would fit.
+		factor := int64(maxLendOther)
+		if lend {
+			factor = maxLendFactor
+		}
 		best := int64(0)
 		for class, l := range p.free {
-			if class > c && class <= c*maxLendFactor && len(l) > 0 && (best == 0 || class < best) {
+			if class > c && class <= c*factor && len(l) > 0 && (best == 0 || class < best) {
 				best = class
 			}
 		}
@@ -104,10 +118,13 @@ func (p *Pool) take(c int64) []byte {
 	return nil
 }
 
-// maxLendFactor bounds how much larger than its class an idle buffer lent to a part may be:
-// a ramp part (256 KiB) may take a full 8 MiB part's buffer, while small objects' parts do
-// not hold full-size buffers, which would cut the GETs in flight.
-const maxLendFactor = 32
+// maxLendFactor bounds how much larger than its class an idle buffer lent to a ramp part
+// may be: enough for the first, 256 KiB part to take a full 8 MiB part's buffer; any other
+// part may be lent one up to maxLendOther times larger.
+const (
+	maxLendFactor = 32
+	maxLendOther  = 4
+)
 
 // takeIdle hands out an idle buffer of class c, counted as held. p.mu is held.
 func (p *Pool) takeIdle(c int64) []byte {

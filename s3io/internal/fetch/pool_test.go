@@ -30,8 +30,8 @@ func TestPoolBound(t *testing.T) {
 	}
 	p.put(a)
 	c := <-got
-	// The pool is at its limit with a's buffer idle: mapping a new one would free it, so
-	// the idle buffer, a larger class, is lent instead.
+	// The pool is at its limit with a's buffer idle: mapping a new one would unmap it, so
+	// it is lent instead, a class larger.
 	if cap(c) != 2*unit || &c[:1][0] != &a[0] {
 		t.Fatalf("a one-byte part got a new buffer of %d bytes, want the idle one of %d lent", cap(c), 2*unit)
 	}
@@ -67,18 +67,18 @@ func TestPoolReuse(t *testing.T) {
 		t.Error("the part after a release did not reuse the released buffer")
 	}
 	p.put(b)
-	// Small parts, far smaller than the idle buffer (more than maxLendFactor classes), are
-	// not lent it: they evict it, so that it does not take the room of many of them.
+	// Buffers of one class evict the idle one of another, more than maxLendOther times
+	// larger, which is not lent to them.
 	p.mu.Lock()
-	p.limit = 2 * maxLendFactor * unit
+	p.limit = 8 * unit
 	p.mu.Unlock()
-	huge, _ := p.get(ctx, 2*maxLendFactor*unit)
-	p.put(huge)
+	big, _ := p.get(ctx, 8*unit)
+	p.put(big)
 	var small [][]byte
-	for range 4 {
+	for range 8 {
 		s, _ := p.get(ctx, unit)
 		if cap(s) != unit {
-			t.Fatalf("a part of one class got a buffer of %d bytes", cap(s))
+			t.Fatalf("a part of one unit got %d bytes", cap(s))
 		}
 		small = append(small, s)
 	}
@@ -134,4 +134,81 @@ func TestPoolReserve(t *testing.T) {
 		}
 	}()
 	p.Release(1)
+}
+
+// At its limit, the pool lends a ramp part an idle buffer of a larger class (up to
+// maxLendFactor times its own) instead of unmapping it to map a small one; the lent buffer
+// counts at its capacity, so what is mapped stays within the limit, and it goes back idle
+// in its own class. A part that is not a ramp part evicts the idle buffer instead.
+func TestPoolLendsRampParts(t *testing.T) {
+	const unit = minPartClass
+	p := NewPool(8 * unit)
+	defer p.Close()
+	ctx := context.Background()
+	full, _ := p.get(ctx, 8*unit)
+	full[0] = 7
+	p.put(full)
+	small, _ := p.getRamp(ctx, unit)
+	if cap(small) != 8*unit || &small[0] != &full[0] || len(small) != unit {
+		t.Fatalf("a ramp part got a buffer of %d bytes (len %d), want the idle one of %d lent", cap(small), len(small), 8*unit)
+	}
+	p.mu.Lock()
+	if p.held != 8*unit || p.idle != 0 {
+		t.Errorf("held %d idle %d while lent, want %d 0", p.held, p.idle, 8*unit)
+	}
+	p.mu.Unlock()
+	p.put(small)
+	again, _ := p.get(ctx, 8*unit)
+	if &again[0] != &full[0] {
+		t.Error("the lent buffer did not go back to its own class")
+	}
+	p.put(again)
+	// Not a ramp part: the idle buffer is evicted for a buffer of the part's class.
+	other, _ := p.get(ctx, unit)
+	if cap(other) != unit {
+		t.Errorf("a part that is not a ramp part got %d bytes, want its class's %d", cap(other), unit)
+	}
+	p.put(other)
+	// Too much larger: a ramp part of the smallest class is not lent a huge buffer.
+	q := NewPool(2 * maxLendFactor * unit)
+	defer q.Close()
+	huge, _ := q.get(ctx, 2*maxLendFactor*unit)
+	q.put(huge)
+	if r, _ := q.getRamp(ctx, unit); cap(r) != unit {
+		t.Errorf("a ramp part was lent %d bytes, more than %d times its class", cap(r), maxLendFactor)
+	} else {
+		q.put(r)
+	}
+	for _, pl := range []*Pool{p, q} {
+		pl.mu.Lock()
+		if pl.held != 0 || pl.held+pl.idle > pl.limit {
+			t.Errorf("held %d idle %d limit %d after every buffer came back", pl.held, pl.idle, pl.limit)
+		}
+		pl.mu.Unlock()
+	}
+}
+
+// Any part may be lent an idle buffer a few classes larger (parts change class as the
+// budget moves), never one much larger.
+func TestPoolLendsNearClasses(t *testing.T) {
+	const unit = minPartClass
+	ctx := context.Background()
+	p := NewPool(4 * unit)
+	defer p.Close()
+	b, _ := p.get(ctx, 4*unit)
+	p.put(b)
+	if c, _ := p.get(ctx, unit); cap(c) != 4*unit {
+		t.Errorf("a part of one unit got %d bytes at the limit, want the idle buffer of %d lent", cap(c), 4*unit)
+	} else {
+		p.put(c)
+	}
+	q := NewPool(8 * unit)
+	defer q.Close()
+	b, _ = q.get(ctx, 8*unit)
+	q.put(b)
+	if c, _ := q.get(ctx, unit); cap(c) != unit {
+		t.Errorf("a part of one unit was lent %d bytes, more than %d times its class", cap(c), maxLendOther)
+	} else {
+		q.put(c)
+	}
 }
