@@ -231,9 +231,9 @@ type Config struct {
 	// first parts after it was idle are small (256 KiB, then 1 MiB) so that its first
 	// records come a request's latency after it starts; later parts are a sixteenth of its
 	// fetch budget, so that enough of them stay in flight to carry it over connections of
-	// ~90 MB/s each, or what one connection delivers in 10 ms when that is more (a fast
-	// server nearby), up to this size. At most ReadBufferBytes less the 8 MiB of decoding
-	// windows.
+	// ~90 MB/s each, or more when connections are faster (a server nearby) or requests wait
+	// long for their answer (docs/design.md, Part sizes), up to this size. At most
+	// ReadBufferBytes less the 8 MiB of decoding windows.
 	PartBytes int64
 	// MaxRequestsInFlight bounds one reader's concurrent GETs (default 32, at most 1024): parts of the
 	// current object and of the objects after it, started ahead of their records.
