@@ -142,12 +142,8 @@ func TestPoolReserve(t *testing.T) {
 // in its own class. A part that is not a ramp part evicts the idle buffer instead.
 func TestPoolLendsRampParts(t *testing.T) {
 	const unit = minPartClass
-	p := NewPool(8 * unit)
-	defer p.Close()
 	ctx := context.Background()
-	full, _ := p.get(ctx, 8*unit)
-	full[0] = 7
-	p.put(full)
+	p, full := withIdle(t, 8*unit, 8*unit)
 	small, _ := p.getRamp(ctx, unit)
 	if cap(small) != 8*unit || &small[0] != &full[0] || len(small) != unit {
 		t.Fatalf("a ramp part got a buffer of %d bytes (len %d), want the idle one of %d lent", cap(small), len(small), 8*unit)
@@ -170,10 +166,7 @@ func TestPoolLendsRampParts(t *testing.T) {
 	}
 	p.put(other)
 	// Too much larger: a ramp part of the smallest class is not lent a huge buffer.
-	q := NewPool(2 * maxLendFactor * unit)
-	defer q.Close()
-	huge, _ := q.get(ctx, 2*maxLendFactor*unit)
-	q.put(huge)
+	q, _ := withIdle(t, 2*maxLendFactor*unit, 2*maxLendFactor*unit)
 	if r, _ := q.getRamp(ctx, unit); cap(r) != unit {
 		t.Errorf("a ramp part was lent %d bytes, more than %d times its class", cap(r), maxLendFactor)
 	} else {
@@ -193,22 +186,27 @@ func TestPoolLendsRampParts(t *testing.T) {
 func TestPoolLendsNearClasses(t *testing.T) {
 	const unit = minPartClass
 	ctx := context.Background()
-	p := NewPool(4 * unit)
-	defer p.Close()
-	b, _ := p.get(ctx, 4*unit)
-	p.put(b)
+	p, _ := withIdle(t, 4*unit, 4*unit)
 	if c, _ := p.get(ctx, unit); cap(c) != 4*unit {
 		t.Errorf("a part of one unit got %d bytes at the limit, want the idle buffer of %d lent", cap(c), 4*unit)
 	} else {
 		p.put(c)
 	}
-	q := NewPool(8 * unit)
-	defer q.Close()
-	b, _ = q.get(ctx, 8*unit)
-	q.put(b)
+	q, _ := withIdle(t, 8*unit, 8*unit)
 	if c, _ := q.get(ctx, unit); cap(c) != unit {
 		t.Errorf("a part of one unit was lent %d bytes, more than %d times its class", cap(c), maxLendOther)
 	} else {
 		q.put(c)
 	}
+}
+
+// withIdle returns a pool of limit bytes holding one idle buffer of size bytes, and that
+// buffer (its memory: the pool may hand it out again).
+func withIdle(t *testing.T, limit, size int64) (*Pool, []byte) {
+	t.Helper()
+	p := NewPool(limit)
+	t.Cleanup(p.Close)
+	b, _ := p.get(context.Background(), size)
+	p.put(b)
+	return p, b
 }
