@@ -236,7 +236,7 @@ func (fn *reader) emitBatches(d SplitDescriptor, emit func(RecordBatch)) memberE
 			bt.seekable = b.Seekable
 			for i, rec := range b.Records {
 				if idx < first {
-					mc.skipped++
+					mc.skipped, mc.skippedEnd = mc.skipped+1, b.Ends[i]
 					idx++
 					continue
 				}

@@ -18,6 +18,10 @@ import "github.com/apache/beam/sdks/v2/go/pkg/beam"
 //	records                          records emitted
 //	resumed_reads                    reads that began at a resume point inside a member
 //	skipped_records                  records read again and dropped to reach a restriction's start
+//	redecoded_bytes                  decompressed bytes a read decoded again before a restriction's
+//	                                 first record: a compressed member is decoded from its start
+//	                                 (unframed up to a resume point); an uncompressed one only
+//	                                 past its resume point, by the skipped records
 //	headers_skipped                  records dropped by Config.SkipHeaderRecords
 //	body_resumes                     broken response bodies resumed with a ranged GET
 //	range_ignored                    ranged GETs the server answered with the whole object (200):
@@ -54,6 +58,7 @@ var (
 	metricGets            = beam.NewCounter(MetricsNamespace, "gets")
 	metricResumed         = beam.NewCounter(MetricsNamespace, "resumed_reads")
 	metricSkipped         = beam.NewCounter(MetricsNamespace, "skipped_records")
+	metricRedecoded       = beam.NewCounter(MetricsNamespace, "redecoded_bytes")
 	metricHeadersSkipped  = beam.NewCounter(MetricsNamespace, "headers_skipped")
 	metricBodyResumes     = beam.NewCounter(MetricsNamespace, "body_resumes")
 	metricRangeIgnored    = beam.NewCounter(MetricsNamespace, "range_ignored")

@@ -137,6 +137,11 @@ type memberRead struct {
 	fn     *reader
 	frames *decode.Framing
 	idx0   int64 // index of the first record the stream yields
+	// base is the stream offset where decoding starts (the ranged GET's first byte for an
+	// uncompressed read, 0 for a decoded one), and skipTo the offset decoded unframed from
+	// there (a compressed member's resume point): what lies between, and the records
+	// skipped after, was decoded again to reach the restriction's first record.
+	base, skipTo int64
 }
 
 // startMember starts decoding member m of d from where span says, from the bytes of of.
@@ -147,6 +152,11 @@ func (fn *reader) startMember(ctx context.Context, d SplitDescriptor, m int, spa
 	if span.hint.known() {
 		metricResumed.Inc(ctx, 1)
 		mr.idx0 = span.hint.Index
+	}
+	if span.seekable {
+		mr.base, mr.skipTo = span.from, span.from
+	} else if span.hint.known() {
+		mr.skipTo = span.hint.Offset
 	}
 	// open runs on the framing goroutine: it may block on the network.
 	open := func() (recs *decode.RecordReader, seekable, borrow bool, err error) {

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/metrics"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/sdf"
 
 	"github.com/spate-io/beam-s3/internal/faultproxy"
@@ -64,9 +65,17 @@ func newObjectFixture(t *testing.T, key string, data []byte, recs []string, cfg 
 // records emitted.
 func (f *resumeFixture) run(t *testing.T, rest restriction, split func(rt *sdf.LockRTracker, n int)) []string {
 	t.Helper()
+	got, _ := f.runCounted(t, rest, split)
+	return got
+}
+
+// runCounted is run, also returning the s3io counters the read updated.
+func (f *resumeFixture) runCounted(t *testing.T, rest restriction, split func(rt *sdf.LockRTracker, n int)) ([]string, map[string]int64) {
+	t.Helper()
+	ctx := metrics.SetPTransformID(metrics.SetBundleID(context.Background(), "bundle"), "read")
 	rt := f.fn.CreateTracker(rest)
 	var got []string
-	err := f.fn.process(context.Background(), rt, f.desc, func(_ int, _ int64, _ string, rec []byte) {
+	err := f.fn.process(ctx, rt, f.desc, func(_ int, _ int64, _ string, rec []byte) {
 		got = append(got, string(rec))
 		if split != nil {
 			split(rt, len(got))
@@ -78,7 +87,13 @@ func (f *resumeFixture) run(t *testing.T, rest restriction, split func(rt *sdf.L
 	if !rt.IsDone() || rt.GetError() != nil {
 		t.Fatalf("tracker of %+v: done=%v err=%v", rest, rt.IsDone(), rt.GetError())
 	}
-	return got
+	counters := map[string]int64{}
+	for _, c := range metrics.ResultsExtractor(ctx).AllMetrics().Counters() {
+		if c.Key.Namespace == MetricsNamespace {
+			counters[c.Key.Name] += c.Result()
+		}
+	}
+	return got, counters
 }
 
 // checkpointAfter returns a run callback that checkpoints (TrySplit(0)) after the k-th
@@ -124,9 +139,18 @@ func TestCheckpointResumeReadsNothingTwice(t *testing.T) {
 			if residual.Start != (position{Member: 0, Index: k}) || residual.Resume != want {
 				t.Fatalf("residual = %+v, want start (0,%d) and resume %+v", residual, k, want)
 			}
-			rest := f.run(t, residual, nil)
+			rest, counters := f.runCounted(t, residual, nil)
 			if got := append(primary, rest...); !slices.Equal(got, f.recs) {
 				t.Fatalf("primary+residual gave %d records, want the object's %d in order", len(got), len(f.recs))
+			}
+			// What the residual decoded again: nothing for the plain object, read from the
+			// resume point; the compressed ones decode (unframed) everything before it.
+			redecoded := f.ends[k-1]
+			if tc.name == "plain.txt" {
+				redecoded = 0
+			}
+			if counters["redecoded_bytes"] != redecoded || counters["skipped_records"] != 0 {
+				t.Errorf("residual counters %v: want redecoded_bytes %d and no skipped records", counters, redecoded)
 			}
 			// The residual's parts cover [resume point, end) exactly and nothing before it:
 			// the plain one starts at the resume offset, the compressed ones at byte 0.
@@ -197,9 +221,14 @@ func TestFractionalSplitInsideMember(t *testing.T) {
 	if int64(len(primary)) != residual.Start.Index {
 		t.Fatalf("primary emitted %d records, want %d", len(primary), residual.Start.Index)
 	}
-	rest := f.run(t, residual, nil)
+	rest, counters := f.runCounted(t, residual, nil)
 	if got := append(primary, rest...); !slices.Equal(got, f.recs) {
 		t.Fatalf("primary+residual gave %d records, want %d in order", len(got), len(f.recs))
+	}
+	// It decoded again only the records between the resume point and its first record.
+	start := residual.Start.Index
+	if skipped, redecoded := counters["skipped_records"], counters["redecoded_bytes"]; skipped != start-1000 || redecoded != f.ends[start-1]-f.ends[999] {
+		t.Errorf("residual skipped %d records and decoded %d bytes again, want %d and %d", skipped, redecoded, start-1000, f.ends[start-1]-f.ends[999])
 	}
 	// The residual reads from the resume point, not from byte 0.
 	if covered, _ := coveredFrom(t, f.srv.Requests("big.txt"), f.ends[999]); covered != f.desc.Members[0].Size {

@@ -219,8 +219,9 @@ func (fn *reader) quarantine(ctx context.Context, d SplitDescriptor, m int, firs
 // skipped.
 type memberEmitter func(ctx context.Context, rt *sdf.LockRTracker, rd *restrictionRead, mr *memberRead, first int64, mc *memberCount) (stopped bool, err error)
 
-// memberCount is what a memberEmitter reports of its member.
-type memberCount struct{ next, emitted, skipped int64 }
+// memberCount is what a memberEmitter reports of its member; skippedEnd is the stream offset
+// just past the last record skipped (0 if none was).
+type memberCount struct{ next, emitted, skipped, skippedEnd int64 }
 
 // readMember runs emit over mr and accounts for it; an error is the member's, naming it and
 // the first record not emitted.
@@ -230,6 +231,9 @@ func (fn *reader) readMember(ctx context.Context, rt *sdf.LockRTracker, d SplitD
 		mr.finish(ctx)
 		metricRecords.Inc(ctx, mc.emitted)
 		metricSkipped.Inc(ctx, mc.skipped)
+		if mc.next > mr.idx0 { // framing began: the unframed skip, if any, was decoded
+			metricRedecoded.Inc(ctx, max(mc.skippedEnd, mr.skipTo)-mr.base)
+		}
 		if err != nil {
 			err = &objectError{ObjectRef: d.ref(mr.m), Index: max(mc.next, first), Err: withS3Hint(err)}
 		}
@@ -242,8 +246,8 @@ func (fn *reader) readMember(ctx context.Context, rt *sdf.LockRTracker, d SplitD
 func (fn *reader) emitRecords(sink func(m int, idx int64, entry string, rec []byte)) memberEmitter {
 	return func(ctx context.Context, rt *sdf.LockRTracker, rd *restrictionRead, mr *memberRead, first int64, mc *memberCount) (bool, error) {
 		m := mr.m
-		idx, emitted, skipped := mc.next, int64(0), int64(0)
-		defer func() { mc.next, mc.emitted, mc.skipped = idx, emitted, skipped }()
+		idx, emitted, skipped, skippedEnd := mc.next, int64(0), int64(0), int64(0)
+		defer func() { mc.next, mc.emitted, mc.skipped, mc.skippedEnd = idx, emitted, skipped, skippedEnd }()
 		// One claim value for the whole object: a claim boxed per record would allocate.
 		claim := &readerClaim{position: position{Member: m}}
 		for {
@@ -251,7 +255,7 @@ func (fn *reader) emitRecords(sink func(m int, idx int64, entry string, rec []by
 			claim.seekable = b.Seekable
 			for i, rec := range b.Records {
 				if idx < first {
-					skipped++
+					skipped, skippedEnd = skipped+1, b.Ends[i]
 					idx++
 					continue
 				}
