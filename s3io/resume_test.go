@@ -69,6 +69,40 @@ func (f *resumeFixture) run(t *testing.T, rest restriction, split func(rt *sdf.L
 	return got
 }
 
+// runBatched reads rest with ReadBatches' DoFn, set up as f.fn is, and returns the records
+// of its batches and the s3io counters the read updated.
+func (f *resumeFixture) runBatched(t *testing.T, rest restriction) ([]string, map[string]int64) {
+	t.Helper()
+	bf := &readBatchesFn{reader: reader{Cfg: f.fn.Cfg}}
+	if err := bf.Setup(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	defer bf.Teardown()
+	ctx := metrics.SetPTransformID(metrics.SetBundleID(context.Background(), "bundle"), "batches")
+	rt := bf.CreateTracker(rest)
+	var got []string
+	err := bf.ProcessElement(ctx, rt, f.desc, func(b RecordBatch) {
+		for _, r := range b.All() {
+			got = append(got, string(r))
+		}
+	}, func(fl Failure) { t.Errorf("unexpected failure: %v", fl) })
+	if err != nil || !rt.IsDone() {
+		t.Fatalf("batched read of %+v: %v, done=%v", rest, err, rt.IsDone())
+	}
+	return got, countersOf(ctx)
+}
+
+// countersOf returns the s3io counters updated under ctx.
+func countersOf(ctx context.Context) map[string]int64 {
+	counters := map[string]int64{}
+	for _, c := range metrics.ResultsExtractor(ctx).AllMetrics().Counters() {
+		if c.Key.Namespace == MetricsNamespace {
+			counters[c.Key.Name] += c.Result()
+		}
+	}
+	return counters
+}
+
 // runCounted is run, also returning the s3io counters the read updated.
 func (f *resumeFixture) runCounted(t *testing.T, rest restriction, split func(rt *sdf.LockRTracker, n int)) ([]string, map[string]int64) {
 	t.Helper()
@@ -87,13 +121,7 @@ func (f *resumeFixture) runCounted(t *testing.T, rest restriction, split func(rt
 	if !rt.IsDone() || rt.GetError() != nil {
 		t.Fatalf("tracker of %+v: done=%v err=%v", rest, rt.IsDone(), rt.GetError())
 	}
-	counters := map[string]int64{}
-	for _, c := range metrics.ResultsExtractor(ctx).AllMetrics().Counters() {
-		if c.Key.Namespace == MetricsNamespace {
-			counters[c.Key.Name] += c.Result()
-		}
-	}
-	return got, counters
+	return got, countersOf(ctx)
 }
 
 // checkpointAfter returns a run callback that checkpoints (TrySplit(0)) after the k-th
@@ -151,6 +179,11 @@ func TestCheckpointResumeReadsNothingTwice(t *testing.T) {
 			}
 			if counters["redecoded_bytes"] != redecoded || counters["skipped_records"] != 0 {
 				t.Errorf("residual counters %v: want redecoded_bytes %d and no skipped records", counters, redecoded)
+			}
+			// ReadBatches resumes the same way and counts the same.
+			batched, bc := f.runBatched(t, residual)
+			if !slices.Equal(batched, rest) || bc["redecoded_bytes"] != redecoded || bc["skipped_records"] != 0 {
+				t.Errorf("batched residual: %d records (want the %d of Read's), counters %v: want redecoded_bytes %d", len(batched), len(rest), bc, redecoded)
 			}
 			// The residual's parts cover [resume point, end) exactly and nothing before it:
 			// the plain one starts at the resume offset, the compressed ones at byte 0.
@@ -229,6 +262,9 @@ func TestFractionalSplitInsideMember(t *testing.T) {
 	start := residual.Start.Index
 	if skipped, redecoded := counters["skipped_records"], counters["redecoded_bytes"]; skipped != start-1000 || redecoded != f.ends[start-1]-f.ends[999] {
 		t.Errorf("residual skipped %d records and decoded %d bytes again, want %d and %d", skipped, redecoded, start-1000, f.ends[start-1]-f.ends[999])
+	}
+	if batched, bc := f.runBatched(t, residual); !slices.Equal(batched, rest) || bc["skipped_records"] != start-1000 || bc["redecoded_bytes"] != f.ends[start-1]-f.ends[999] {
+		t.Errorf("batched residual: %d records (want %d), counters %v", len(batched), len(rest), bc)
 	}
 	// The residual reads from the resume point, not from byte 0.
 	if covered, _ := coveredFrom(t, f.srv.Requests("big.txt"), f.ends[999]); covered != f.desc.Members[0].Size {
