@@ -209,8 +209,8 @@ const minPartsInFlight = 8
 // minPartBytes is the smallest part after the ramp.
 const minPartBytes = 1 << 20
 
-// partLatency is the request latency a part should be worth: a connection whose body flows at r
-// bytes per second gets parts of r × partLatency, so that a connection much faster than
+// partLatency is the request latency a part should be worth: a connection whose body flows
+// at r bytes per second gets parts of r × partLatency, so that a connection much faster than
 // S3's ~90 MB/s (a server nearby, or loopback, where each GET costs the server's CPU on the
 // same cores) reads fewer, larger parts, while on S3 the budget's sixteenth decides.
 const partLatency = 10 * time.Millisecond

@@ -56,7 +56,7 @@ func partClass(n int64) int64 {
 func (p *Pool) get(ctx context.Context, n int64) ([]byte, bool) { return p.acquire(ctx, n, false) }
 
 // getRamp is get for one of a large object's first, small parts (rampParts), which may be
-// lent an idle buffer of a larger class (see take).
+// lent an idle buffer much larger than its class (see take).
 func (p *Pool) getRamp(ctx context.Context, n int64) ([]byte, bool) { return p.acquire(ctx, n, true) }
 
 func (p *Pool) acquire(ctx context.Context, n int64, lend bool) ([]byte, bool) {
@@ -81,8 +81,8 @@ func (p *Pool) acquire(ctx context.Context, n int64, lend bool) ([]byte, bool) {
 }
 
 // take counts a buffer of capacity c as held and returns an idle one of that class, or a
-// larger one lent (much larger if lend), or nil after making room for a new one by freeing idle buffers of other
-// classes. p.mu is held.
+// larger idle one lent (much larger if lend), or nil after making room for a new one by
+// freeing idle buffers of other classes. p.mu is held.
 func (p *Pool) take(c int64, lend bool) []byte {
 	if l := p.free[c]; len(l) > 0 {
 		return p.takeIdle(c)
