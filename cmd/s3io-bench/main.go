@@ -59,7 +59,8 @@
 // Flags (-h lists them with their defaults): --size and --object-size (the dataset),
 // --formats, --codecs, --codec-size and --variants (what runs), --rounds, --shape, --small
 // and --small-count, --big, --data-dir, --cpuprofile DIR (a CPU profile of every run),
-// --retry-loaded N (repeat a run that other processes disturbed), --read-buffer SIZE and
+// --retry-loaded N (repeat a run that other processes disturbed), --warmup=false (no
+// unmeasured run of the first job before the measured ones), --read-buffer SIZE and
 // --worker-buffer SIZE (s3io's Config.ReadBufferBytes and WorkerBufferBytes, to measure what
 // more memory buys), --add-hosts-entry (textio
 // needs BUCKET.s3.local to resolve to 127.0.0.1 and may add that line to /etc/hosts).
@@ -145,6 +146,7 @@ type options struct {
 	addHostsEntry     bool
 	cpuprofileDir     string
 	retryLoaded       int
+	warmup            bool
 	readBuffer        int64 // --read-buffer: s3io's Config.ReadBufferBytes; 0 = its default
 	workerBuffer      int64 // --worker-buffer: s3io's Config.WorkerBufferBytes; 0 = its default
 }
@@ -171,6 +173,7 @@ func parseOptions(args []string) (*options, error) {
 	fs.BoolVar(&o.addHostsEntry, "add-hosts-entry", true, "append \"127.0.0.1 BUCKET."+virtualDomain+"\" to /etc/hosts when missing (textio needs it)")
 	fs.StringVar(&o.cpuprofileDir, "cpuprofile", "", "write a CPU profile of every child run into this directory")
 	fs.IntVar(&o.retryLoaded, "retry-loaded", 2, "run a job again, up to this many times, when other processes took more than a fifth of a core during it")
+	fs.BoolVar(&o.warmup, "warmup", true, "run the first job once, unmeasured, before the measured runs: a freshly started server answers its first requests slower")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
