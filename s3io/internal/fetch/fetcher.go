@@ -241,36 +241,31 @@ func (f *Fetcher) partSize() int64 {
 }
 
 // delivered adds a part of n bytes whose body took d from its first byte to its last to the
-// connection rate's moving average (weight 1/8).
+// connection rate's moving average.
 func (f *Fetcher) delivered(n int64, d time.Duration) {
 	if n < minPartBytes || d <= 0 {
 		return // small parts measure latency, not delivery
 	}
-	r := int64(float64(n) / d.Seconds())
-	for {
-		old := f.rate.Load()
-		nr := r
-		if old > 0 {
-			nr = old + (r-old)/8
-		}
-		if f.rate.CompareAndSwap(old, nr) {
-			return
-		}
+	average(&f.rate, int64(float64(n)/d.Seconds()))
+}
+
+// answered adds a request's wait for its first byte to the moving average.
+func (f *Fetcher) answered(d time.Duration) {
+	if d > 0 {
+		average(&f.firstByte, int64(d))
 	}
 }
 
-// answered adds a request's wait for its first byte to the moving average (weight 1/8).
-func (f *Fetcher) answered(d time.Duration) {
-	if d <= 0 {
-		return
-	}
+// average moves the moving average in v toward sample by an eighth (v holds 0 before the
+// first sample, which it takes whole); the fetching goroutines update it concurrently.
+func average(v *atomic.Int64, sample int64) {
 	for {
-		old := f.firstByte.Load()
-		nw := int64(d)
+		old := v.Load()
+		nv := sample
 		if old > 0 {
-			nw = old + (nw-old)/8
+			nv = old + (sample-old)/8
 		}
-		if f.firstByte.CompareAndSwap(old, nw) {
+		if v.CompareAndSwap(old, nv) {
 			return
 		}
 	}
