@@ -190,8 +190,9 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 // rampParts and startPartBytes mirror s3io/internal/fetch/fetcher.go: the first parts a
 // reader issues after it was idle are this small (capped at PartBytes), so that reading
 // starts after little more than one request's latency, and later ones a sixteenth of its
-// fetch budget, which starts at 32 MiB and grows while the network delivers, up to
-// PartBytes. The estimate counts parts at the starting size: an upper bound on the GETs.
+// fetch budget (which starts at 32 MiB), or more when connections are fast or requests wait
+// long, up to PartBytes. The estimate counts parts at the starting size: more GETs than a
+// read makes, unless a slow next step shrinks the budget (to 1 MiB parts at its floor).
 var rampParts = [...]int64{256 << 10, 1 << 20}
 
 const startPartBytes = 2 << 20
@@ -484,7 +485,7 @@ func (r *Report) print(out io.Writer) error {
 	}
 	e := r.Estimate
 	p("Read estimate\ts3io's fetcher modelled per descriptor, without retries or runner splits")
-	p("  GET requests\t%d (parts of %s, at most: larger as a reader's fetch budget grows; each descriptor's first two of 256 KiB and 1 MiB)", e.GetRequests, human(e.PartBytes))
+	p("  GET requests\t%d (parts of %s, the starting size: larger as a reader's fetch budget grows or the network allows; each descriptor's first two of 256 KiB and 1 MiB)", e.GetRequests, human(e.PartBytes))
 	p("  bytes transferred\t%s", human(e.BytesTransferred))
 	// Read plans again on a worker, so the planning requests are made twice; ReadSplits of a
 	// stored plan makes them once.
