@@ -125,10 +125,15 @@ func (b *Budget) partRead(waited bool) {
 		// The part was late and the scheduler had been held back by the limit: more bytes
 		// in flight would have had it here sooner.
 		b.blocked = false
-		b.limit = min(b.max, b.limit+max(b.limit/growDiv, 1))
-		b.notify()
+		b.grow()
 		b.signal()
 	}
+}
+
+// grow raises the limit by a quarter, up to the budget's bound. b.mu is held.
+func (b *Budget) grow() {
+	b.limit = min(b.max, b.limit+max(b.limit/growDiv, 1))
+	b.notify()
 }
 
 // Reserve takes n bytes of the budget, and of the pool, for something other than a part
@@ -144,8 +149,7 @@ func (b *Budget) Reserve(n, keep int64) bool {
 	if b.held+n+keep > b.limit {
 		b.demand = n
 		if b.limit < b.max {
-			b.limit = min(b.max, b.limit+max(b.limit/growDiv, 1))
-			b.notify()
+			b.grow()
 		}
 		return false
 	}
