@@ -8,7 +8,7 @@ import (
 
 // PackingVersion names the planner's packing algorithm. It is digested into every split ID,
 // so a change to how objects are packed can never make a new split collide with an old one.
-const PackingVersion = "s3io-pack-v3"
+const PackingVersion = "s3io-pack-v4"
 
 // Member is one object of a split descriptor, as the planner listed it, or one segment of a
 // large uncompressed object.
@@ -23,6 +23,13 @@ type Member struct {
 	// framed by a self-synchronising framer (lines, ndjson) are segmented, because only
 	// there can a reader find the first record boundary after an arbitrary byte.
 	Start, End int64
+	// Codec, for a segment of a compressed object, names its compression ("gzip", "zstd"):
+	// such an object is cut at unit starts (gzip members, zstd frames) the planner proved by
+	// decoding, so Start and End are stored offsets where units begin, and the segment owns
+	// the records that start after its first unit's first byte (or at it, for the first
+	// segment) and at or before the next segment's. Empty for an uncompressed segment and a
+	// whole object.
+	Codec string
 	// Archived is the archive storage class (GLACIER, DEEP_ARCHIVE) the listing showed the
 	// object in, not restored; empty for an object that can be read. Such a member is
 	// reported as a Failure with reason "archived" without a request. It is not part of the
@@ -76,15 +83,15 @@ func (d SplitDescriptor) Size() int64 {
 }
 
 // splitID returns the deterministic ID of a split of bucket holding members: the hex SHA-256
-// (first 16 bytes) of PackingVersion, the bucket and every member's key, ETag and byte
-// range, in order. Lengths are digested before each string so that no two member lists share
+// (first 16 bytes) of PackingVersion, the bucket and every member's key, ETag, byte range and
+// codec, in order. Lengths are digested before each string so that no two member lists share
 // an ID by concatenation.
 func splitID(bucket string, members []Member) string {
 	// One buffer hashed at once: writing each field to a hash.Hash would allocate for
 	// every field (the interface call makes the bytes escape).
 	n := len(PackingVersion) + len(bucket) + 2*binary.MaxVarintLen64
 	for _, m := range members {
-		n += len(m.Key) + len(m.ETag) + 4*binary.MaxVarintLen64
+		n += len(m.Key) + len(m.ETag) + len(m.Codec) + 5*binary.MaxVarintLen64
 	}
 	b := make([]byte, 0, n)
 	b = appendString(b, PackingVersion)
@@ -95,6 +102,7 @@ func splitID(bucket string, members []Member) string {
 		start, end := m.span()
 		b = binary.AppendUvarint(b, uint64(start))
 		b = binary.AppendUvarint(b, uint64(end))
+		b = appendString(b, m.Codec)
 	}
 	sum := sha256.Sum256(b)
 	return hex.EncodeToString(sum[:16])

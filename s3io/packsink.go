@@ -51,12 +51,14 @@ func (s *packSink) report(ctx context.Context, where string, st *PlanStats, took
 	log.Infof(ctx, "s3io: planned %s: %d keys listed with %d requests in %v; %d objects (%d bytes, %d archived) in %d descriptors; %d left out by selection, %d folders not listed", where, st.KeysListed, st.ListRequests, took.Round(time.Millisecond), st.Objects, st.Bytes, st.Archived, st.Descriptors, st.Skipped, st.FoldersSkipped)
 }
 
-// segmentable reports which members are cut into segments: large uncompressed objects
-// framed by a self-synchronising framer. The magic-byte probes that tell an object of unknown
-// compression is uncompressed run ListParallelism at a time: one after another, a prefix of
-// thousands of large objects would cost a request's latency per object to plan.
-func (p *planner) segmentable(ctx context.Context, bucket string, ms []Member) []bool {
-	out := make([]bool, len(ms))
+// segmentable returns, for each member, the segments it is cut into, or nil to keep it
+// whole: large uncompressed objects are cut at even byte offsets, large gzip and zstd
+// objects at unit starts the planner finds (unitSegments), in both cases only under a
+// self-synchronising framer. The probes (magic bytes, unit starts, a seek table) run
+// ListParallelism objects at a time: one after another, a prefix of thousands of large
+// objects would cost a request's latency per object to plan.
+func (p *planner) segmentable(ctx context.Context, bucket string, ms []Member) [][]Member {
+	out := make([][]Member, len(ms))
 	if !selfSynchronizing(p.cfg.Framer) {
 		return out
 	}
@@ -71,18 +73,23 @@ func (p *planner) segmentable(ctx context.Context, bucket string, ms []Member) [
 		sem <- struct{}{}
 		go func() {
 			defer wg.Done()
-			out[i] = p.storedPlain(ctx, bucket, m)
-			<-sem
+			defer func() { <-sem }()
+			switch comp, ok := p.storedCompression(ctx, bucket, m); {
+			case !ok:
+			case comp == decode.None:
+				out[i] = segments(m, segSize)
+			case decode.UnitsSegmentable(comp):
+				out[i] = p.unitSegments(ctx, bucket, m, comp, segSize)
+			}
 		}()
 	}
 	wg.Wait()
 	return out
 }
 
-// addMember packs m, cut into segments when seg says so.
-func (p *planner) addMember(ctx context.Context, m Member, seg bool, pk *packer, st *PlanStats) error {
-	if seg {
-		segs := segments(m, max(p.cfg.SplitTargetBytes, minSegmentBytes))
+// addMember packs m, or the segments it is cut into.
+func (p *planner) addMember(ctx context.Context, m Member, segs []Member, pk *packer, st *PlanStats) error {
+	if segs != nil {
 		st.Segments += int64(len(segs))
 		metricSegmentsPlanned.Inc(ctx, int64(len(segs)))
 		for _, s := range segs {
@@ -111,18 +118,19 @@ func segments(o Member, target int64) []Member {
 	return out
 }
 
-// storedPlain reports whether o is stored uncompressed, which segmenting needs: a reader
-// can only start inside an object whose bytes are its records. In auto mode an object
-// without a compressed extension is probed for magic bytes with a pinned GET of its first bytes; if
-// the probe fails the object stays whole, and its read reports the real problem.
-func (p *planner) storedPlain(ctx context.Context, bucket string, o Member) bool {
+// storedCompression returns how o's stored bytes are compressed, which segmenting needs: a
+// reader can only start inside an object at a record (uncompressed) or at a unit (gzip,
+// zstd). In auto mode an object without a compressed extension is probed for magic bytes
+// with a pinned GET of its first bytes; ok is false if the probe fails: the object stays
+// whole, and its read reports the real problem.
+func (p *planner) storedCompression(ctx context.Context, bucket string, o Member) (comp decode.Compression, ok bool) {
 	mode := decode.Compression(p.cfg.Compression)
-	if decode.Detect(mode, o.Key, nil) != decode.None {
-		return false // forced, or named by its extension
-	}
-	if mode == decode.None {
-		return true
+	if c := decode.Detect(mode, o.Key, nil); c != decode.None || mode == decode.None {
+		return c, true // forced, or named by its extension
 	}
 	head, err := fetch.NewGets(p.client, bucket, p.cfg.fetchSettings()).ReadPrefix(ctx, o.object(), decode.MagicLen)
-	return err == nil && decode.Detect(decode.Auto, o.Key, head) == decode.None
+	if err != nil {
+		return "", false
+	}
+	return decode.Detect(decode.Auto, o.Key, head), true
 }

@@ -170,6 +170,25 @@ func (fn *reader) startMember(ctx context.Context, d SplitDescriptor, m int, spa
 			}
 			return recs, true, false, err
 		}
+		if span.units > 0 {
+			// A compressed object's segment, whose own units start at its first byte.
+			_, end := member.span()
+			stream, err := mr.dec.OpenUnits(decode.Compression(member.Codec), src, span.from, span.units, end < member.Size)
+			if err != nil {
+				return nil, false, false, err
+			}
+			recs = decode.NewRecordReader(stream, fn.newFramer(), fn.Cfg.MaxRecordBytes, 0)
+			switch {
+			case span.from == 0:
+				recs.SkipHeaders(fn.Cfg.SkipHeaderRecords)
+			case span.skipPartial:
+				err = recs.SkipPastNewline() // the record in progress is the previous segment's
+			}
+			if err == nil && span.hint.known() {
+				err = recs.Discard(span.hint.Offset)
+			}
+			return recs, false, false, err
+		}
 		obj := decode.ObjectInfo{Key: member.Key, Size: member.Size, ReadRange: of.ReadRange}
 		entries, stream, comp, err := mr.dec.OpenEntries(decode.Compression(fn.Cfg.Compression), obj, src)
 		if err != nil {

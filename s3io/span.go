@@ -10,6 +10,11 @@ const (
 	segmentWindow = 1 << 20
 )
 
+// unitSlack is segmentSlack for a compressed object's segment, and its tail window: the
+// next unit's first record takes its first block to decode, and a zstd block holds up to
+// 128 KiB of stored bytes.
+const unitSlack = 256 << 10
+
 // readSpan is where the read of one member starts and ends: which bytes are fetched, how
 // the first record is found, and where framing stops. spanOf decides it once, for both the
 // fetch of the member's bytes and their framing.
@@ -28,17 +33,30 @@ type readSpan struct {
 	// stopAt, for a segment, is its end: framing stops at the first record that starts
 	// there or later, which the next segment owns. 0 for a whole object.
 	stopAt int64
+	// units, for a segment of a compressed object (Member.Codec), is the stored length of its
+	// own units from from: the read decodes them, then the next units up to the end of the
+	// record in progress (decode.OpenUnits), and skipPartial applies to the decoded bytes.
+	units int64
+	// tailWindow is what each request past planEnd covers.
+	tailWindow int64
 }
 
 // spanOf decides where reading member begins, hint being the restriction's resume hint
 // when member is the restriction's first: a seekable resume hint into it starts there; a
 // segment starts on the byte before its range, to see whether a record begins on its first
-// byte, and plans its own range plus segmentSlack for the record that straddles its end;
-// anything else is read from byte 0 and decoded.
+// byte, and plans its own range plus segmentSlack for the record that straddles its end; a
+// compressed object's segment starts at its first unit and plans unitSlack for the start
+// of the next unit; anything else is read from byte 0 and decoded.
 func spanOf(member Member, hint resumeHint) readSpan {
 	segStart, segEnd := member.span()
-	s := readSpan{hint: hint, planEnd: member.Size}
-	if member.isSegment() {
+	s := readSpan{hint: hint, planEnd: member.Size, tailWindow: segmentWindow}
+	switch {
+	case member.isSegment() && member.Codec != "":
+		s.from, s.planEnd, s.units = segStart, min(segEnd+unitSlack, member.Size), segEnd-segStart
+		s.tailWindow = unitSlack
+		s.skipPartial = segStart > 0 && !s.hint.known()
+		return s // a resume hint into decoded bytes is never seekable
+	case member.isSegment():
 		s.from, s.planEnd = max(segStart-1, 0), min(segEnd+segmentSlack, member.Size)
 		s.seekable, s.skipPartial, s.stopAt = true, segStart > 0, segEnd
 	}
@@ -50,7 +68,7 @@ func spanOf(member Member, hint resumeHint) readSpan {
 }
 
 // fetchRange is what the fetcher fetches of the member: the planned bytes ahead, and past
-// them (only a segment's last record can reach there) segmentWindow at a time.
+// them (only a segment's last record can reach there) tailWindow at a time.
 func (s readSpan) fetchRange() fetch.Range {
-	return fetch.Range{From: s.from, PlanEnd: s.planEnd, TailWindow: segmentWindow}
+	return fetch.Range{From: s.from, PlanEnd: s.planEnd, TailWindow: s.tailWindow}
 }

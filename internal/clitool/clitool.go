@@ -29,6 +29,7 @@ var packages = map[string]string{
 	"xz":       "xz-utils",
 	"lz4":      "lz4",
 	"zstd":     "zstd",
+	"pzstd":    "zstd",
 	"brotli":   "brotli",
 	"zip":      "zip",
 	"7z":       "p7zip-full (or 7zip)",

@@ -55,10 +55,11 @@ func (g *Gets) ReadPrefix(ctx context.Context, o Object, n int64) ([]byte, error
 	return io.ReadAll(r)
 }
 
-// openWindowed returns a reader of the bytes [pos, end) of o whose requests cover window
+// OpenWindowed returns a reader of the bytes [pos, end) of o whose requests cover window
 // bytes each: a segment needs its own range plus the tail of the record that straddles its
-// end, not the rest of the object.
-func (g *Gets) openWindowed(ctx context.Context, o Object, pos, end, window int64) *PinnedReader {
+// end, not the rest of the object, and a planner's probe for a unit start the few KiB it
+// reads before it finds one.
+func (g *Gets) OpenWindowed(ctx context.Context, o Object, pos, end, window int64) *PinnedReader {
 	r := g.Open(ctx, o, pos, end)
 	r.window = window
 	return r
@@ -79,7 +80,7 @@ type PinnedReader struct {
 	end int64 // object offset where the read stops
 
 	// window, when > 0, ends each request window bytes after its first byte instead of at
-	// end (see openWindowed).
+	// end (see OpenWindowed).
 	window int64
 
 	body     io.ReadCloser

@@ -75,7 +75,7 @@ func (s *Stream) readTail(p []byte) (int, error) {
 		if of.streamed {
 			s.tail = of.gets.Open(of.ctx, of.obj, s.pos, of.obj.Size)
 		} else {
-			s.tail = of.gets.openWindowed(of.ctx, of.obj, s.pos, of.obj.Size, of.tail)
+			s.tail = of.gets.OpenWindowed(of.ctx, of.obj, s.pos, of.obj.Size, of.tail)
 		}
 	}
 	n, err := s.tail.Read(p)

@@ -1,0 +1,413 @@
+package decode
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+
+	"github.com/klauspost/compress/gzip"
+	"github.com/klauspost/compress/zstd"
+)
+
+// A compressed object made of independent units — gzip members (concatenated .gz files,
+// BGZF, WARC) or zstd frames (pzstd, the seekable format, concatenated .zst files) — can be
+// decoded from the first byte of any of its units. The planner finds unit starts (FindUnit,
+// ZstdSeekTable) and cuts the object there; a segment's reader decodes its own units and then
+// the start of the next one, up to the end of the record in progress (OpenUnits).
+
+// UnitsSegmentable reports whether objects compressed with c are made of units a reader can
+// start at: gzip members and zstd frames. bzip2 streams and xz blocks are not cut (yet): the
+// former are not byte-aligned inside a stream, the latter need the xz index to find.
+func UnitsSegmentable(c Compression) bool { return c == Gzip || c == Zstd }
+
+// unitProofBytes is how much a candidate unit must decode without error to count as a unit
+// start, unless it ends cleanly before (a gzip member whose CRC and length check, or the
+// object's end). Random bytes that happen to match a magic number fail far sooner: a
+// back-reference before the first output byte, an invalid code, a bad block type.
+const unitProofBytes = 64 << 10
+
+// FindUnit returns the offset in r's bytes of the first unit of compression c that starts
+// within the first window bytes, proven by decoding it (a magic number alone is not proof);
+// found is false when none does. It reads at most window bytes plus what the proof of a
+// candidate near the window's end needs. maxWindow bounds a zstd frame's window, as
+// Decompressors.MaxWindow does. An error is r's, never a candidate's: a candidate that does
+// not decode is not a unit start.
+func FindUnit(c Compression, r io.Reader, window int, maxWindow int64) (off int64, found bool, err error) {
+	if !UnitsSegmentable(c) {
+		return 0, false, fmt.Errorf("s3io: %s objects are not cut at units", c)
+	}
+	p := &probe{r: r}
+	var zs *zstd.Decoder
+	defer func() {
+		if zs != nil {
+			zs.Close()
+		}
+	}()
+	magic := gzipMagic
+	if c == Zstd {
+		magic = zstdMagic
+	}
+	for i := 0; i < window; i++ {
+		if err := p.fill(i + len(magic) + 1); err != nil {
+			if err == io.EOF {
+				return 0, false, nil
+			}
+			return 0, false, err
+		}
+		j := bytes.Index(p.buf[i:], magic)
+		if j < 0 {
+			i = max(i, len(p.buf)-len(magic)) // the next fill brings what follows
+			continue
+		}
+		i += j
+		if i >= window {
+			break
+		}
+		var ok bool
+		if c == Gzip {
+			ok, err = p.proveGzip(i)
+		} else {
+			if zs == nil {
+				zs, err = zstd.NewReader(nil, zstd.WithDecoderConcurrency(1), zstd.WithDecoderMaxWindow(uint64(max(maxWindow, 1<<20))))
+				if err != nil {
+					return 0, false, err
+				}
+			}
+			ok, err = p.proveZstd(zs, i)
+		}
+		if err != nil {
+			return 0, false, err
+		}
+		if ok {
+			return int64(i), true, nil
+		}
+	}
+	return 0, false, nil
+}
+
+// probe holds the bytes of a probe read so far, so that every candidate is decoded from the
+// same bytes, read once.
+type probe struct {
+	r   io.Reader
+	buf []byte
+	err error // r's, once seen
+}
+
+// fill reads until the probe holds n bytes. It returns io.EOF when r ends first, or r's error.
+func (p *probe) fill(n int) error {
+	for len(p.buf) < n {
+		if p.err != nil {
+			if p.err == io.EOF && len(p.buf) > 0 && n > len(p.buf) {
+				return io.EOF
+			}
+			return p.err
+		}
+		if cap(p.buf)-len(p.buf) < 16<<10 {
+			p.buf = append(make([]byte, 0, 2*cap(p.buf)+32<<10), p.buf...)
+		}
+		k, err := p.r.Read(p.buf[len(p.buf):cap(p.buf)])
+		p.buf = p.buf[:len(p.buf)+k]
+		if err != nil {
+			p.err = err
+		}
+	}
+	return nil
+}
+
+// from returns a reader of the probe's bytes from offset i on, reading more as it needs.
+func (p *probe) from(i int) *bufio.Reader {
+	return bufio.NewReaderSize(&probeReader{p: p, off: i}, 16<<10)
+}
+
+type probeReader struct {
+	p   *probe
+	off int
+}
+
+// errProbeSource marks the probe's source failing under a candidate's decoder: that is the
+// read's error, not the candidate's.
+var errProbeSource = errors.New("probe source failed")
+
+func (r *probeReader) Read(b []byte) (int, error) {
+	if r.off >= len(r.p.buf) {
+		if err := r.p.fill(r.off + 1); err != nil {
+			if err != io.EOF {
+				return 0, errProbeSource
+			}
+			return 0, io.EOF
+		}
+	}
+	n := copy(b, r.p.buf[r.off:])
+	r.off += n
+	return n, nil
+}
+
+// proveGzip decodes the member that would start at offset i: its header must parse (no
+// reserved flags) and its deflate data decode unitProofBytes, or end with a matching CRC and
+// length.
+func (p *probe) proveGzip(i int) (bool, error) {
+	if i+4 > len(p.buf) || p.buf[i+3]&0xe0 != 0 {
+		return false, nil
+	}
+	zr, err := gzip.NewReader(p.from(i))
+	if err != nil {
+		return false, p.sourceErr()
+	}
+	zr.Multistream(false)
+	return p.proof(zr)
+}
+
+// proveZstd decodes the frames that would start at offset i.
+func (p *probe) proveZstd(zs *zstd.Decoder, i int) (bool, error) {
+	if err := zs.Reset(p.from(i)); err != nil {
+		return false, p.sourceErr()
+	}
+	return p.proof(zs)
+}
+
+// proof reads dec until it has decoded unitProofBytes or ends cleanly.
+func (p *probe) proof(dec io.Reader) (bool, error) {
+	n, err := io.CopyN(io.Discard, dec, unitProofBytes)
+	switch {
+	case n == unitProofBytes || err == io.EOF:
+		return true, nil
+	case p.err != nil && p.err != io.EOF:
+		return false, p.err
+	}
+	return false, nil
+}
+
+func (p *probe) sourceErr() error {
+	if p.err != nil && p.err != io.EOF {
+		return p.err
+	}
+	return nil
+}
+
+// zstd seekable format (contrib/seekable_format in the zstd repository): a skippable frame
+// at the object's end holds one entry per frame, then a 9-byte footer.
+const (
+	seekTableMagic    = 0x8F92EAB1
+	seekTableFooter   = 9
+	skippableSeekable = 0x184D2A5E
+	// ZstdSeekTail is how many trailing bytes the planner reads to find a seek table: its
+	// footer, and the whole table of an object of up to ~5,000 frames in the same request.
+	ZstdSeekTail = 64 << 10
+)
+
+// ZstdSeekTable returns the stored offsets of the frames listed in the seek table that ends
+// tail, the last bytes of an object of size bytes (at least seekTableFooter of them); ok is
+// false when tail does not end with a seek table, and need, when more than len(tail), is how
+// many trailing bytes the table takes. The offsets are the table's word, checked against the
+// object's size: a table whose frames do not add up to the bytes before it is not used.
+func ZstdSeekTable(tail []byte, size int64) (starts []int64, need int, ok bool) {
+	if len(tail) < seekTableFooter {
+		return nil, 0, false
+	}
+	f := tail[len(tail)-seekTableFooter:]
+	if binary.LittleEndian.Uint32(f[5:]) != seekTableMagic || f[4]&0x7c != 0 {
+		return nil, 0, false
+	}
+	frames := int64(binary.LittleEndian.Uint32(f))
+	entry := int64(8)
+	if f[4]&0x80 != 0 {
+		entry = 12
+	}
+	tableBytes := frames*entry + seekTableFooter + 8 // + the skippable frame's header
+	if tableBytes > size || tableBytes > 1<<30 {
+		return nil, 0, false
+	}
+	if tableBytes > int64(len(tail)) {
+		return nil, int(tableBytes), false
+	}
+	t := tail[int64(len(tail))-tableBytes:]
+	if binary.LittleEndian.Uint32(t) != skippableSeekable || int64(binary.LittleEndian.Uint32(t[4:])) != tableBytes-8 {
+		return nil, 0, false
+	}
+	starts = make([]int64, frames)
+	var off int64
+	for k := range frames {
+		starts[k] = off
+		off += int64(binary.LittleEndian.Uint32(t[8+k*entry:]))
+	}
+	if off != size-tableBytes {
+		return nil, 0, false
+	}
+	return starts, 0, true
+}
+
+// OpenUnits returns the decoded stream of a segment of a compressed object cut at unit
+// starts: src holds the segment's stored bytes from its first unit on; the first own bytes of
+// them are the segment's own units, which must end exactly there; when more, what follows
+// them is the object's next units, decoded only up to and including the first LF, which
+// ends the record in progress at the segment's end. start is the segment's stored offset,
+// named in errors: a corrupt unit fails as ErrCorrupt with the stored offset of the gzip
+// member it is in (for zstd, of the segment and of the bytes read when it failed).
+func (d *Decompressors) OpenUnits(comp Compression, src io.Reader, start, own int64, more bool) (io.Reader, error) {
+	if !UnitsSegmentable(comp) {
+		return nil, fmt.Errorf("s3io: %s objects are not cut at units", comp)
+	}
+	u := &unitsStream{d: d, comp: comp, start: start, own: own, more: more, fetched: source{r: src}}
+	u.lim = io.LimitedReader{R: &u.fetched, N: own}
+	u.cnt = storedCounter{r: &u.lim}
+	if err := u.openOwn(); err != nil {
+		return nil, err
+	}
+	return u, nil
+}
+
+// unitsStream is OpenUnits' stream: the segment's own units, then the next units' bytes up
+// to their first LF.
+type unitsStream struct {
+	d           *Decompressors
+	comp        Compression
+	start, own  int64
+	more        bool
+	fetched     source // the segment's bytes as fetched, past its own units too
+	lim         io.LimitedReader
+	cnt         storedCounter
+	br          *bufio.Reader
+	member      int64 // stored offset of the gzip member being decoded
+	cur         io.Reader
+	tail, done  bool
+	tailDecoded int64
+}
+
+// storedCounter counts the stored bytes read through it.
+type storedCounter struct {
+	r io.Reader
+	n int64
+}
+
+func (c *storedCounter) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	c.n += int64(n)
+	return n, err
+}
+
+// consumed is the stored offset of the next byte the decoder takes.
+func (u *unitsStream) consumed() int64 { return u.start + u.cnt.n - int64(u.br.Buffered()) }
+
+func (u *unitsStream) openOwn() error {
+	// A buffer of the segment's own, not the decoders' shared one: zstd's Open buffers its
+	// walker with that. gzip reads a *bufio.Reader through its fast path.
+	u.br = bufio.NewReaderSize(&u.cnt, 64<<10)
+	if u.comp == Gzip {
+		return u.nextMember(true)
+	}
+	s, _, err := u.d.Open(Zstd, "", u.br)
+	if err != nil {
+		return u.unitError(err)
+	}
+	u.cur = s
+	return nil
+}
+
+// nextMember starts the next gzip member of the segment's own bytes; members are decoded one
+// by one so that an error names the member it is in. It reports io.EOF after the last.
+func (u *unitsStream) nextMember(first bool) error {
+	u.member = u.consumed()
+	var err error
+	if u.d.gz == nil {
+		u.d.gz, err = gzip.NewReader(u.br)
+	} else {
+		err = u.d.gz.Reset(u.br)
+	}
+	if err == io.EOF && !first {
+		return io.EOF
+	}
+	if err != nil {
+		if err == io.EOF {
+			err = io.ErrUnexpectedEOF
+		}
+		return u.unitError(decodeError("gzip", err, &u.fetched))
+	}
+	u.d.gz.Multistream(false)
+	u.cur = u.d.gz
+	return nil
+}
+
+// unitError names where a decoding error happened.
+func (u *unitsStream) unitError(err error) error {
+	if err == nil || err == io.EOF || !errors.Is(err, ErrCorrupt) {
+		return err
+	}
+	if u.comp == Gzip && !u.tail {
+		return fmt.Errorf("%w (gzip member at stored offset %d)", err, u.member)
+	}
+	return fmt.Errorf("%w (%s units of the segment stored from offset %d, failing before offset %d)", err, u.comp, u.start, u.start+u.cnt.n)
+}
+
+func (u *unitsStream) Read(p []byte) (int, error) {
+	for {
+		if u.done {
+			return 0, io.EOF
+		}
+		n, err := u.cur.Read(p)
+		if u.tail {
+			if i := bytes.IndexByte(p[:n], '\n'); i >= 0 {
+				u.done = true
+				return i + 1, nil
+			}
+			if err == io.EOF {
+				u.done = true
+			}
+			if err != nil && err != io.EOF {
+				err = u.unitError(err)
+			}
+			if n > 0 || err != nil {
+				return n, err
+			}
+			continue
+		}
+		if u.comp == Gzip && err != nil && err != io.EOF {
+			err = decodeError("gzip", err, &u.fetched)
+		}
+		if err != io.EOF {
+			return n, u.unitError(err)
+		}
+		if u.comp == Gzip {
+			if err := u.nextMember(false); err != io.EOF {
+				if err != nil {
+					return n, err
+				}
+				if n > 0 {
+					return n, nil
+				}
+				continue
+			}
+		}
+		if err := u.endOwn(); err != nil {
+			return n, err
+		}
+		if n > 0 {
+			return n, nil
+		}
+	}
+}
+
+// endOwn checks that the own units ended exactly at the segment's end, and starts decoding
+// the next units, if any.
+func (u *unitsStream) endOwn() error {
+	if left := u.lim.N + int64(u.br.Buffered()); left != 0 {
+		return fmt.Errorf("%w: %s: the units of the segment stored from offset %d end %d bytes before its end at %d", ErrCorrupt, u.comp, u.start, left, u.start+u.own)
+	}
+	if !u.more {
+		u.done = true
+		return nil
+	}
+	u.tail = true
+	s, _, err := u.d.Open(u.comp, "", &u.fetched)
+	if err != nil {
+		return u.unitError(err)
+	}
+	if s == nil {
+		u.done = true
+		return nil
+	}
+	u.cur = s
+	return nil
+}

@@ -1,0 +1,130 @@
+package s3io
+
+import (
+	"context"
+	"io"
+	"slices"
+	"sync"
+
+	"github.com/spate-io/beam-s3/s3io/internal/decode"
+	"github.com/spate-io/beam-s3/s3io/internal/fetch"
+)
+
+// unitProbeBytes bounds how far past a cut the planner looks for a unit start (a gzip member
+// or a zstd frame): a BGZF block is at most 64 KiB, a pzstd frame a few MiB of input at its
+// default level. A cut with no unit start that near is dropped, and its bytes go to the
+// segment before it.
+const unitProbeBytes = 1 << 20
+
+// unitProbeRequest is what one request of a probe covers: a BGZF block and the proof that it
+// decodes, in most cases the whole probe.
+const unitProbeRequest = 128 << 10
+
+// unitProbesInFlight bounds the probes of one object's cuts that run at once.
+const unitProbesInFlight = 8
+
+// unitSegments cuts a large gzip or zstd object m into segments of about segSize stored
+// bytes, each starting at a unit (a gzip member, a zstd frame) whose start is proven by
+// decoding it: a zstd seek table's frames when the object ends with one (seekable format),
+// else a probe of up to unitProbeBytes after each even cut. An object whose first cut finds
+// no unit start is taken for one unit and kept whole (nil): one probe is all it costs. A
+// segment's reader decodes its own units and the next one's first record
+// (decode.OpenUnits), so that a record straddling two units or two segments is read once.
+func (p *planner) unitSegments(ctx context.Context, bucket string, m Member, comp decode.Compression, segSize int64) []Member {
+	gets := fetch.NewGets(p.client, bucket, p.cfg.fetchSettings())
+	n := (m.Size + segSize - 1) / segSize
+	targets := make([]int64, n-1)
+	for i := range targets {
+		targets[i] = m.Size * int64(i+1) / n
+	}
+	var cuts []int64
+	if comp == decode.Zstd {
+		if starts, ok := p.zstdSeekTable(ctx, gets, m); ok {
+			for _, t := range targets {
+				if i, _ := slices.BinarySearch(starts, t); i < len(starts) {
+					cuts = append(cuts, starts[i])
+				}
+			}
+			return unitCuts(m, comp, cuts)
+		}
+	}
+	window := int(min(unitProbeBytes, segSize/4))
+	probe := func(t int64) (int64, bool) {
+		r := gets.OpenWindowed(ctx, m.object(), t, min(t+int64(window)+2*decodeProofSlack, m.Size), unitProbeRequest)
+		defer r.Close()
+		off, found, err := decode.FindUnit(comp, r, window, p.cfg.MaxDecoderWindowBytes)
+		return t + off, found && err == nil
+	}
+	first, ok := probe(targets[0])
+	if !ok {
+		return nil
+	}
+	found := make([]int64, len(targets))
+	have := make([]bool, len(targets))
+	found[0], have[0] = first, true
+	sem := make(chan struct{}, unitProbesInFlight)
+	var wg sync.WaitGroup
+	for i := 1; i < len(targets); i++ {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			found[i], have[i] = probe(targets[i])
+		}()
+	}
+	wg.Wait()
+	for i, c := range found {
+		if have[i] {
+			cuts = append(cuts, c)
+		}
+	}
+	return unitCuts(m, comp, cuts)
+}
+
+// decodeProofSlack is what a probe may read past its window to prove a candidate near the
+// window's end: decode.FindUnit decodes 64 KiB of a candidate's output.
+const decodeProofSlack = 64 << 10
+
+// zstdSeekTable reads the seek table of a seekable-format zstd object, if it ends with one:
+// a suffix GET of its last bytes, and a second one if the table is longer.
+func (p *planner) zstdSeekTable(ctx context.Context, gets *fetch.Gets, m Member) ([]int64, bool) {
+	read := func(n int64) ([]byte, error) {
+		r := gets.Open(ctx, m.object(), m.Size-n, m.Size)
+		defer r.Close()
+		buf := make([]byte, n)
+		_, err := io.ReadFull(r, buf)
+		return buf, err
+	}
+	tail, err := read(min(decode.ZstdSeekTail, m.Size))
+	if err != nil {
+		return nil, false
+	}
+	starts, need, ok := decode.ZstdSeekTable(tail, m.Size)
+	if need > len(tail) {
+		if tail, err = read(int64(need)); err != nil {
+			return nil, false
+		}
+		starts, _, ok = decode.ZstdSeekTable(tail, m.Size)
+	}
+	return starts, ok
+}
+
+// unitCuts returns m's segments between the cuts (stored offsets of unit starts, in order;
+// duplicates and a cut at 0 dropped), or nil when no cut is left.
+func unitCuts(m Member, comp decode.Compression, cuts []int64) []Member {
+	slices.Sort(cuts)
+	cuts = slices.Compact(slices.DeleteFunc(cuts, func(c int64) bool { return c <= 0 || c >= m.Size }))
+	if len(cuts) == 0 {
+		return nil
+	}
+	out := make([]Member, 0, len(cuts)+1)
+	start := int64(0)
+	for _, c := range append(cuts, m.Size) {
+		seg := m
+		seg.Start, seg.End, seg.Codec = start, c, string(comp)
+		out = append(out, seg)
+		start = c
+	}
+	return out
+}

@@ -1,0 +1,200 @@
+package s3io
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/apache/beam/sdks/v2/go/pkg/beam"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/register"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/testing/passert"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/testing/ptest"
+
+	"github.com/spate-io/beam-s3/internal/clitool"
+	"github.com/spate-io/beam-s3/internal/s3test"
+)
+
+// unitText returns n records of random characters (compressing to about two thirds, as
+// real logs do not compress to nothing) and the records.
+func unitText(n int) ([]byte, []string) {
+	r := rand.New(rand.NewPCG(5, uint64(n)))
+	var b bytes.Buffer
+	recs := make([]string, n)
+	for i := range recs {
+		word := make([]byte, 40+r.IntN(400))
+		for j := range word {
+			word[j] = "abcdefghijklmnopqrstuvwxyz0123456789"[r.IntN(36)]
+		}
+		recs[i] = fmt.Sprintf(`{"i":%d,"w":"%s"}`, i, word)
+		b.WriteString(recs[i] + "\n")
+	}
+	return b.Bytes(), recs
+}
+
+// catTool compresses plain in chunks of chunk bytes (cut anywhere) with the tool, each chunk
+// its own output, concatenated, as `cat a.gz b.gz` is; it returns where each output starts.
+func catTool(t *testing.T, plain []byte, chunk int, tool string, args ...string) (out []byte, starts []int64) {
+	for off := 0; off < len(plain); off += chunk {
+		starts = append(starts, int64(len(out)))
+		out = append(out, clitool.Run(t, plain[off:min(off+chunk, len(plain))], tool, args...)...)
+	}
+	return out, starts
+}
+
+// bgzfBlocks returns the stored offsets of a BGZF file's blocks, walked by their BSIZE.
+func bgzfBlocks(data []byte) []int64 {
+	var starts []int64
+	for off := 0; off+18 <= len(data); off += int(binary.LittleEndian.Uint16(data[off+16:])) + 1 {
+		starts = append(starts, int64(off))
+	}
+	return starts
+}
+
+// unitObject is an object written by a real tool, with the stored offsets where its units
+// start (nil when they are not known to the test).
+type unitObject struct {
+	key    string
+	data   []byte
+	starts []int64
+}
+
+func unitObjectsOf(t *testing.T, plain []byte) []unitObject {
+	clitool.Need(t, "bgzip", "gzip", "zstd")
+	bg := clitool.Run(t, plain, "bgzip", "-c", "-@", "2")
+	gz, gzStarts := catTool(t, plain, 200<<10, "gzip", "-c")
+	zs, zsStarts := catTool(t, plain, 200<<10, "zstd", "-c", "-q")
+	return []unitObject{
+		{"bgzip.ndjson.gz", bg, bgzfBlocks(bg)},
+		{"cat-gzip.ndjson.gz", gz, gzStarts},
+		{"cat-zstd.ndjson.zst", zs, zsStarts},
+		{"seekable.ndjson.zst", s3test.ZstdSeekable(plain, 150<<10, false), nil},
+	}
+}
+
+// unitsFixture stores the tool-written objects and a single-member gzip and zstd object of
+// the same records on an in-process S3 server.
+func unitsFixture(t *testing.T) (*s3test.Server, []unitObject, []string) {
+	plain, recs := unitText(8000) // ~2 MiB
+	srv := s3test.New(t)
+	srv.CreateBucket(t, "units")
+	objs := unitObjectsOf(t, plain)
+	objs = append(objs,
+		unitObject{"single.ndjson.gz", clitool.Run(t, plain, "gzip", "-c"), []int64{0}},
+		unitObject{"single.ndjson.zst", clitool.Run(t, plain, "zstd", "-c", "-q"), []int64{0}})
+	for _, o := range objs {
+		srv.Put(t, "units", o.key, o.data)
+	}
+	return srv, objs, recs
+}
+
+// Multi-unit gzip and zstd objects written by bgzip, gzip and zstd, and one in the
+// zstd seekable format, are planned as segments cut at unit starts only (the seekable one
+// at its seek table's frames, with no probe of its bytes); single-member objects stay whole.
+// Every segment, read as the reader reads it, gives its own records, and together they give
+// every record once, in order.
+func TestCompressedObjectsPlannedAtUnits(t *testing.T) {
+	srv, objs, recs := unitsFixture(t)
+	const target = 256 << 10
+	cfg := Config{Bucket: "units", Endpoint: srv.URL, UsePathStyle: true, Framer: "ndjson", SplitTargetBytes: target}
+	byKey := map[string][]Member{}
+	if _, err := PlanDescriptors(t.Context(), cfg, func(d SplitDescriptor) error {
+		for _, m := range d.Members {
+			byKey[m.Key] = append(byKey[m.Key], m)
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	fn := &reader{Cfg: cfg.WithDefaults()}
+	if err := fn.Setup(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	defer fn.Teardown()
+	for _, o := range objs {
+		ms := byKey[o.key]
+		slices.SortFunc(ms, func(a, b Member) int { return int(a.Start - b.Start) })
+		single := strings.HasPrefix(o.key, "single")
+		if single {
+			if len(ms) != 1 || ms[0].isSegment() || ms[0].Codec != "" {
+				t.Errorf("%s: a single unit planned as %+v, want it whole", o.key, ms)
+			}
+		} else if want := int64(len(o.data)) / target / 2; int64(len(ms)) < max(want, 2) {
+			t.Errorf("%s (%d bytes): %d segments, want at least %d", o.key, len(o.data), len(ms), max(want, 2))
+		}
+		var got []string
+		for i, m := range ms {
+			if !single && (m.Codec == "" || (o.starts != nil && !slices.Contains(o.starts, m.Start))) {
+				t.Errorf("%s: segment %d [%d, %d) codec %q does not start at a unit", o.key, i, m.Start, m.End, m.Codec)
+			}
+			d := SplitDescriptor{ID: fmt.Sprintf("seg-%d", i), Bucket: "units", Members: []Member{m}}
+			err := fn.process(context.Background(), fn.CreateTracker(fullRestriction(d)), d, func(_ int, _ int64, _ string, rec []byte) { got = append(got, string(rec)) },
+				func(fl Failure) { t.Errorf("%s: unexpected failure %v", o.key, fl) })
+			if err != nil {
+				t.Fatal(err)
+			}
+		}
+		if !slices.Equal(got, recs) {
+			t.Errorf("%s: its %d segments gave %d records, want the %d in order", o.key, len(ms), len(got), len(recs))
+		}
+	}
+	// The seekable object was planned from its seek table: its only GETs before the reads are
+	// the suffix GET (magic bytes come from the extension).
+	for _, r := range srv.Requests("seekable.ndjson.zst") {
+		if a, b, ok := parseRange(r.Range); ok && a > 0 && a < int64(len(objs[3].data))-(64<<10) && b-a < 64<<10 {
+			t.Errorf("seekable object probed with %s: its seek table should have been used", r.Range)
+		}
+	}
+}
+
+func init() {
+	register.Function2x0(unitsBatchRecords)
+	register.Emitter1[string]()
+}
+
+func unitsBatchRecords(b RecordBatch, emit func(string)) {
+	for _, r := range b.All() {
+		emit(string(r))
+	}
+}
+
+// On prism, Read and ReadBatches read the tool-written multi-unit objects (planned as
+// segments) and the single-member ones exactly: every record of every object once. Each
+// segment fetches its own bytes and at most unitSlack past its end for the next unit's first
+// record.
+func TestCompressedSegmentsReadOnPrism(t *testing.T) {
+	srv, objs, recs := unitsFixture(t)
+	var want []string
+	for range objs {
+		want = append(want, recs...)
+	}
+	cfg := Config{Bucket: "units", Endpoint: srv.URL, UsePathStyle: true, Framer: "ndjson", SplitTargetBytes: 256 << 10}
+	p, s := beam.NewPipelineWithRoot()
+	passert.EqualsList(s, beam.ParDo(s, s3test.RecordString, Read(s, cfg)), want)
+	pr, err := ptest.RunWithMetrics(p)
+	if err != nil {
+		t.Fatalf("pipeline failed: %v", err)
+	}
+	c := s3test.Counters(pr, MetricsNamespace)
+	var stored, segments int64
+	for _, o := range objs {
+		stored += int64(len(o.data))
+	}
+	segments = c["segments_planned"]
+	if segments < 4*4 {
+		t.Errorf("segments_planned = %d, want the four multi-unit objects cut into at least 4 each", segments)
+	}
+	if c["raw_bytes"] < stored || c["raw_bytes"] > stored+segments*unitSlack {
+		t.Errorf("raw_bytes = %d for %d stored bytes in %d segments: want at most %d past them per segment", c["raw_bytes"], stored, segments, unitSlack)
+	}
+
+	p, s = beam.NewPipelineWithRoot()
+	passert.EqualsList(s, beam.ParDo(s, unitsBatchRecords, ReadBatches(s, cfg)), want)
+	if _, err := ptest.RunWithMetrics(p); err != nil {
+		t.Fatalf("batched pipeline failed: %v", err)
+	}
+}
