@@ -1,6 +1,7 @@
 package s3io
 
 import (
+	"context"
 	"encoding/json"
 	"sync"
 	"time"
@@ -119,11 +120,27 @@ type fetchKey struct {
 	rng    fetch.Range
 }
 
-// aheadFetch is an object fetched for a restriction that has not started.
+// aheadFetch is an object fetched for a restriction that has not started, and, for the
+// first member of a compressed object's segment, decoded too (see decodedAhead).
 type aheadFetch struct {
 	fetchKey
 	of    *fetch.ObjectFetch
+	mr    *memberRead // its decoding, started ahead (decodeFirst); nil if not
 	timer *time.Timer
+	// an and m are the restriction and member af is the first member of, when that member is
+	// decoded ahead once the current restriction frees its window (decodedAhead).
+	an *announced
+	m  int
+}
+
+// drop frees what af holds: its decoding, which holds its fetch, or its fetch.
+func (af *aheadFetch) drop() {
+	af.timer.Stop()
+	if af.mr != nil {
+		af.mr.finish(context.Background())
+		return
+	}
+	af.of.Drop()
 }
 
 // aheadFetches are a reader instance's fetches ahead, in the order they were queued.
@@ -140,7 +157,8 @@ type aheadWant struct {
 	i int
 	fetchKey
 	of    *fetch.ObjectFetch
-	ahead bool // fetched ahead, taken over
+	mr    *memberRead // its decoding, when it was started ahead
+	ahead bool        // fetched ahead, taken over
 }
 
 // take returns wants with their fetches: those fetched ahead for the same bytes, taken over
@@ -163,7 +181,7 @@ func (a *aheadFetches) take(wants []aheadWant, gets func(string) *fetch.Gets, f 
 		drop = append(drop, a.list[i:j]...)
 		af := a.list[j]
 		af.timer.Stop()
-		w.of, w.ahead, i = af.of, true, j+1
+		w.of, w.mr, w.ahead, i = af.of, af.mr, true, j+1
 	}
 	if taken < len(wants) {
 		drop = append(drop, a.list[i:]...)
@@ -173,8 +191,7 @@ func (a *aheadFetches) take(wants []aheadWant, gets func(string) *fetch.Gets, f 
 	}
 	a.mu.Unlock()
 	for _, af := range drop {
-		af.timer.Stop()
-		af.of.Drop()
+		af.drop()
 	}
 	for k := range wants {
 		if wants[k].of == nil {
@@ -226,6 +243,9 @@ func (a *aheadFetches) fetchNext(f *fetch.Fetcher, gets func(string) *fetch.Gets
 		for _, w := range memberFetches(an.d, an.rest) {
 			af := &aheadFetch{fetchKey: w.fetchKey}
 			af.of = f.Add(gets(af.bucket), af.obj, af.rng)
+			if m := an.rest.Start.Member + w.i; w.i == 0 && decodedAhead(an.d.Members[m]) {
+				af.an, af.m = an, m
+			}
 			af.timer = time.AfterFunc(aheadTTL, func() { a.expire(af) })
 			a.list = append(a.list, af)
 		}
@@ -246,7 +266,7 @@ func (a *aheadFetches) expire(af *aheadFetch) {
 	}
 	a.mu.Unlock()
 	if found {
-		af.of.Drop()
+		af.drop()
 	}
 }
 
@@ -257,10 +277,33 @@ func (a *aheadFetches) dropAll() {
 	a.list = nil
 	a.mu.Unlock()
 	for _, af := range list {
-		af.timer.Stop()
-		af.of.Drop()
+		af.drop()
 	}
 }
+
+// decodeFirst starts decoding the first member of the restriction fetched ahead, with
+// start, if it is a compressed object's segment (decodedAhead) not yet started. The reader
+// calls it when it opens its restriction's last member, which leaves the window of the
+// member decoded ahead (decodeAhead) free.
+func (a *aheadFetches) decodeFirst(start func(SplitDescriptor, int, readSpan, *fetch.ObjectFetch) *memberRead) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if len(a.list) == 0 || a.list[0].an == nil || a.list[0].mr != nil {
+		return
+	}
+	af := a.list[0]
+	af.mr = start(af.an.d, af.m, memberSpan(af.an.d, af.an.rest.Start, af.an.rest.Resume, af.m), af.of)
+}
+
+// decodedAhead reports whether the first member of a restriction announced next is decoded
+// while the current one is read: a compressed object's segment, whose decoding, not the
+// fetch, bounds its read. A runner that reads a bundle's restrictions one after the other
+// (prism) would otherwise decode a large gzip object's segments on one core, one after the
+// other; decoded ahead, on credit beyond its window (Credit), the next segment decodes on the
+// second core while the current one is emitted. Its window is the one the current
+// restriction leaves unused once it reads its last member (decodeFirst), so that no more
+// than decodeAhead members are decoded ahead of the one being emitted.
+func decodedAhead(m Member) bool { return m.Codec != "" && m.isSegment() }
 
 // withLookahead puts lookaheadFn before the reader of descriptors.
 func withLookahead(s beam.Scope, cfg Config, descriptors beam.PCollection) beam.PCollection {

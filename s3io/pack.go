@@ -75,6 +75,28 @@ func (p *packer) add(m Member) error {
 	return nil
 }
 
+// addRun packs the segments of one compressed object, in order, as descriptors of
+// consecutive segments holding up to the target's bytes (at least one segment each): they
+// are cut finer than the target so that a reader decodes the next while it emits one
+// (unitSegmentBytes), and packed back so that descriptors stay of the target's size. The
+// cuts depend on the object alone.
+func (p *packer) addRun(segs []Member) error {
+	if err := p.flush(); err != nil {
+		return err
+	}
+	p.gap = 0
+	for _, m := range segs {
+		if len(p.cur) > 0 && (len(p.cur) >= p.maxMembers || p.curBytes+m.weight() > p.target) {
+			if err := p.flush(); err != nil {
+				return err
+			}
+		}
+		p.cur = append(p.cur, m)
+		p.curBytes += m.weight()
+	}
+	return p.flush()
+}
+
 // memberWeight is a member's share of a target-sized descriptor: its bytes, or, for small
 // objects, at least 2/maxMembers, so that descriptors of tiny objects average half the
 // member bound instead of always hitting it.

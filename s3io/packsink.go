@@ -79,7 +79,7 @@ func (p *planner) segmentable(ctx context.Context, bucket string, ms []Member) [
 			case comp == decode.None:
 				out[i] = segments(m, segSize)
 			case decode.UnitsSegmentable(comp):
-				out[i] = p.unitSegments(ctx, bucket, m, comp, segSize)
+				out[i] = p.unitSegments(ctx, bucket, m, comp, unitSegmentBytes(segSize))
 			}
 		}()
 	}
@@ -92,6 +92,9 @@ func (p *planner) addMember(ctx context.Context, m Member, segs []Member, pk *pa
 	if segs != nil {
 		st.Segments += int64(len(segs))
 		metricSegmentsPlanned.Inc(ctx, int64(len(segs)))
+		if segs[0].Codec != "" {
+			return pk.addRun(segs)
+		}
 		for _, s := range segs {
 			if err := pk.add(s); err != nil {
 				return err

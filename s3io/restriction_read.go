@@ -34,6 +34,10 @@ func (fn *reader) newRestrictionRead(ctx context.Context, d SplitDescriptor, res
 			metricFetchedAhead.Inc(ctx, 1)
 		}
 		w.of.Bind(ctx)
+		if w.mr != nil {
+			rd.reads[w.i] = w.mr // decoded ahead
+			continue
+		}
 		rd.fetches[w.i] = w.of
 	}
 	fn.ahead.started(d.ID, rest.Start)
@@ -79,6 +83,12 @@ func (rd *restrictionRead) open(ctx context.Context, m int) *memberRead {
 			rd.reads[i] = rd.fn.startMember(ctx, rd.d, k, rd.spanOf(k), rd.fetches[i])
 			rd.fetches[i] = nil
 		}
+	}
+	if m == rd.last {
+		// No member of its own is decoded ahead now: the next restriction's first may be.
+		rd.fn.ahead.decodeFirst(func(d SplitDescriptor, m int, span readSpan, of *fetch.ObjectFetch) *memberRead {
+			return rd.fn.startMember(context.Background(), d, m, span, of)
+		})
 	}
 	mr := rd.reads[m-rd.start.Member]
 	rd.reads[m-rd.start.Member] = nil
@@ -187,7 +197,9 @@ func (fn *reader) startMember(ctx context.Context, d SplitDescriptor, m int, spa
 			if err == nil && span.hint.known() {
 				err = recs.Discard(span.hint.Offset)
 			}
-			return recs, false, false, err
+			// It borrows: decoded ahead (decodedAhead), its framing must go on past its window
+			// while the segment before it is emitted, or the second core idles.
+			return recs, false, true, err
 		}
 		obj := decode.ObjectInfo{Key: member.Key, Size: member.Size, ReadRange: of.ReadRange}
 		entries, stream, comp, err := mr.dec.OpenEntries(decode.Compression(fn.Cfg.Compression), obj, src)

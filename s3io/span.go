@@ -10,10 +10,14 @@ const (
 	segmentWindow = 1 << 20
 )
 
-// unitSlack is segmentSlack for a compressed object's segment, and its tail window: the
-// next unit's first record takes its first block to decode, and a zstd block holds up to
-// 128 KiB of stored bytes.
-const unitSlack = 256 << 10
+// unitSlack is segmentSlack for a compressed object's segment, and unitWindow its tail
+// window: the next unit's first record takes its first block to decode, a few KiB of a
+// gzip member, up to 128 KiB of stored bytes of a zstd frame (~30 KiB at the ratio logs
+// compress by).
+const (
+	unitSlack  = 64 << 10
+	unitWindow = 128 << 10
+)
 
 // readSpan is where the read of one member starts and ends: which bytes are fetched, how
 // the first record is found, and where framing stops. spanOf decides it once, for both the
@@ -53,7 +57,7 @@ func spanOf(member Member, hint resumeHint) readSpan {
 	switch {
 	case member.isSegment() && member.Codec != "":
 		s.from, s.planEnd, s.units = segStart, min(segEnd+unitSlack, member.Size), segEnd-segStart
-		s.tailWindow = unitSlack
+		s.tailWindow = unitWindow
 		s.skipPartial = segStart > 0 && !s.hint.known()
 		return s // a resume hint into decoded bytes is never seekable
 	case member.isSegment():

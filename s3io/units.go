@@ -12,27 +12,53 @@ import (
 
 // unitProbeBytes bounds how far past a cut the planner looks for a unit start (a gzip member
 // or a zstd frame): a BGZF block is at most 64 KiB, a pzstd frame a few MiB of input at its
-// default level. A cut with no unit start that near is dropped, and its bytes go to the
+// default level, and at most a quarter of a segment (minUnitProbeBytes at least). A cut
+// with no unit start that near is dropped, and its bytes go to the
 // segment before it.
 const unitProbeBytes = 1 << 20
 
+// minUnitProbeBytes is the least a probe looks through: a BGZF block, the smallest unit
+// there is to find, is at most 64 KiB.
+const minUnitProbeBytes = 64 << 10
+
 // unitProbeRequest is what one request of a probe covers: a BGZF block and the proof that it
 // decodes, in most cases the whole probe.
-const unitProbeRequest = 128 << 10
+const unitProbeRequest = 64 << 10
 
 // unitProbesInFlight bounds the probes of one object's cuts that run at once.
 const unitProbesInFlight = 8
 
+// unitSegmentBytes is the stored size of a compressed object's segments under a split
+// target of segSize: a quarter of it, at most maxUnitSegmentBytes. A runner that reads a
+// bundle's restrictions one after another (prism) decodes the segment after the one being
+// emitted into memory (decodedAhead, decodeAhead), so a segment's decoded size, several
+// times its stored one, is what a reader holds ahead; consecutive segments are packed back
+// into descriptors of segSize (packer.addRun).
+func unitSegmentBytes(segSize int64) int64 {
+	return max(min(segSize/4, maxUnitSegmentBytes), minSegmentBytes)
+}
+
+// maxUnitSegmentBytes bounds a compressed object's segment: 4 MiB of logs compressed 4-5
+// fold decode to ~20 MiB, which the part budget's credit holds ahead (measured: at 16 MiB
+// segments the segment decoded ahead ran out of credit, and the second core idled).
+const maxUnitSegmentBytes = 4 << 20
+
 // unitSegments cuts a large gzip or zstd object m into segments of about segSize stored
 // bytes, each starting at a unit (a gzip member, a zstd frame) whose start is proven by
 // decoding it: a zstd seek table's frames when the object ends with one (seekable format),
-// else a probe of up to unitProbeBytes after each even cut. An object whose first cut finds
-// no unit start is taken for one unit and kept whole (nil): one probe is all it costs. A
-// segment's reader decodes its own units and the next one's first record
-// (decode.OpenUnits), so that a record straddling two units or two segments is read once.
+// else a probe after each even cut, up to unitProbeBytes after the first and four times as
+// far as the first found its unit after the others (BGZF blocks are a few KiB apart, a
+// concatenation's members maybe MiBs: a probe reads 64 KiB at a time and stops at the first
+// unit it proves). An object whose first cut finds no unit start is taken for one unit and
+// kept whole (nil): one probe is all it costs. A segment's reader decodes its own units and
+// the next one's first record (decode.OpenUnits), so that a record straddling two units or
+// two segments is read once.
 func (p *planner) unitSegments(ctx context.Context, bucket string, m Member, comp decode.Compression, segSize int64) []Member {
 	gets := fetch.NewGets(p.client, bucket, p.cfg.fetchSettings())
 	n := (m.Size + segSize - 1) / segSize
+	if n < 2 {
+		return nil
+	}
 	targets := make([]int64, n-1)
 	for i := range targets {
 		targets[i] = m.Size * int64(i+1) / n
@@ -48,17 +74,19 @@ func (p *planner) unitSegments(ctx context.Context, bucket string, m Member, com
 			return unitCuts(m, comp, cuts)
 		}
 	}
-	window := int(min(unitProbeBytes, segSize/4))
-	probe := func(t int64) (int64, bool) {
+	probe := func(t int64, window int) (int64, bool) {
 		r := gets.OpenWindowed(ctx, m.object(), t, min(t+int64(window)+2*decodeProofSlack, m.Size), unitProbeRequest)
 		defer r.Close()
 		off, found, err := decode.FindUnit(comp, r, window, p.cfg.MaxDecoderWindowBytes)
 		return t + off, found && err == nil
 	}
-	first, ok := probe(targets[0])
+	// The first cut looks up to unitProbeBytes far; the others four times as far as the
+	// first found its unit, the spacing of units the object shows.
+	first, ok := probe(targets[0], unitProbeBytes)
 	if !ok {
 		return nil
 	}
+	window := int(min(max(4*(first-targets[0]), minUnitProbeBytes), unitProbeBytes, max(segSize/2, minUnitProbeBytes)))
 	found := make([]int64, len(targets))
 	have := make([]bool, len(targets))
 	found[0], have[0] = first, true
@@ -70,7 +98,7 @@ func (p *planner) unitSegments(ctx context.Context, bucket string, m Member, com
 		go func() {
 			defer wg.Done()
 			defer func() { <-sem }()
-			found[i], have[i] = probe(targets[i])
+			found[i], have[i] = probe(targets[i], window)
 		}()
 	}
 	wg.Wait()

@@ -11,6 +11,8 @@ import (
 	"testing"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/metrics"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/sdf"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/register"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/testing/passert"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/testing/ptest"
@@ -141,6 +143,9 @@ func TestCompressedObjectsPlannedAtUnits(t *testing.T) {
 		if !slices.Equal(got, recs) {
 			t.Errorf("%s: its %d segments gave %d records, want the %d in order", o.key, len(ms), len(got), len(recs))
 		}
+		if !single {
+			checkpointInSegment(t, fn, ms[len(ms)/2])
+		}
 	}
 	// The seekable object was planned from its seek table: its only GETs before the reads are
 	// the suffix GET (magic bytes come from the extension).
@@ -164,8 +169,8 @@ func unitsBatchRecords(b RecordBatch, emit func(string)) {
 
 // On prism, Read and ReadBatches read the tool-written multi-unit objects (planned as
 // segments) and the single-member ones exactly: every record of every object once. Each
-// segment fetches its own bytes and at most unitSlack past its end for the next unit's first
-// record.
+// segment fetches its own bytes and at most unitSlack and one unitWindow past its end for
+// the next unit's first record.
 func TestCompressedSegmentsReadOnPrism(t *testing.T) {
 	srv, objs, recs := unitsFixture(t)
 	var want []string
@@ -188,13 +193,50 @@ func TestCompressedSegmentsReadOnPrism(t *testing.T) {
 	if segments < 4*4 {
 		t.Errorf("segments_planned = %d, want the four multi-unit objects cut into at least 4 each", segments)
 	}
-	if c["raw_bytes"] < stored || c["raw_bytes"] > stored+segments*unitSlack {
-		t.Errorf("raw_bytes = %d for %d stored bytes in %d segments: want at most %d past them per segment", c["raw_bytes"], stored, segments, unitSlack)
+	if c["raw_bytes"] < stored || c["raw_bytes"] > stored+segments*(unitSlack+unitWindow) {
+		t.Errorf("raw_bytes = %d for %d stored bytes in %d segments: want at most %d past them per segment", c["raw_bytes"], stored, segments, unitSlack+unitWindow)
 	}
 
 	p, s = beam.NewPipelineWithRoot()
 	passert.EqualsList(s, beam.ParDo(s, unitsBatchRecords, ReadBatches(s, cfg)), want)
 	if _, err := ptest.RunWithMetrics(p); err != nil {
 		t.Fatalf("batched pipeline failed: %v", err)
+	}
+}
+
+// checkpointInSegment reads segment m, checkpoints it halfway through its records, and reads
+// the residual: together they give the segment's records once, and the residual decoded
+// again only the segment's bytes before its resume point, not the object's.
+func checkpointInSegment(t *testing.T, fn *reader, m Member) {
+	t.Helper()
+	d := SplitDescriptor{ID: "mid", Bucket: "units", Members: []Member{m}}
+	read := func(rest restriction, split func(*sdf.LockRTracker, int)) ([]string, map[string]int64) {
+		ctx := metrics.SetPTransformID(metrics.SetBundleID(context.Background(), "bundle"), fmt.Sprintf("read-%d-%d", m.Start, rest.Start.Index))
+		rt := fn.CreateTracker(rest)
+		var got []string
+		err := fn.process(ctx, rt, d, func(_ int, _ int64, _ string, rec []byte) {
+			got = append(got, string(rec))
+			if split != nil {
+				split(rt, len(got))
+			}
+		}, func(fl Failure) { t.Errorf("unexpected failure %v", fl) })
+		if err != nil || !rt.IsDone() {
+			t.Fatalf("segment %+v from %+v: %v, done=%v", m, rest, err, rt.IsDone())
+		}
+		return got, countersOf(ctx)
+	}
+	all, _ := read(fullRestriction(d), nil)
+	var residual restriction
+	k := len(all) / 2
+	primary, _ := read(fullRestriction(d), checkpointAfter(t, k, &residual))
+	if residual.Resume.Seekable || residual.Resume.Index != int64(k) {
+		t.Fatalf("%s [%d,%d): residual %+v, want a decoded resume at record %d", m.Key, m.Start, m.End, residual, k)
+	}
+	rest, c := read(residual, nil)
+	if got := append(primary, rest...); !slices.Equal(got, all) {
+		t.Fatalf("%s [%d,%d): primary and residual gave %d records, want the segment's %d", m.Key, m.Start, m.End, len(got), len(all))
+	}
+	if c["redecoded_bytes"] != residual.Resume.Offset || c["redecoded_bytes"] <= 0 || c["bytes"] > 4*(m.End-m.Start)+unitSlack*4 {
+		t.Errorf("%s [%d,%d): residual counters %v: want the segment's %d bytes before the resume point decoded again, no more", m.Key, m.Start, m.End, c, residual.Resume.Offset)
 	}
 }

@@ -106,6 +106,7 @@ type childJob struct {
 	Size, ObjectSize        int64  // the floor's dataset
 	ReadBufferBytes         int64  // s3io's; 0: its default
 	WorkerBufferBytes       int64  // s3io's; 0: its default
+	SplitTargetBytes        int64  // s3io's; 0: its default
 }
 
 // childMain runs one variant over one prefix and writes its result file.
@@ -164,10 +165,10 @@ func (j *childJob) run(ctx context.Context, res *childResult) error {
 	case variantS3io, variantS3ioUnshaped, variantS3ioDirect, variantIdle:
 		// Every other field at its default (ReadBufferBytes unless --read-buffer): the
 		// defaults are what is measured.
-		cfg := s3io.Config{Bucket: j.Bucket, Prefix: j.Prefix + "/", Endpoint: j.Endpoint, UsePathStyle: true, Region: "us-east-1", ReadBufferBytes: j.ReadBufferBytes, WorkerBufferBytes: j.WorkerBufferBytes}
+		cfg := s3io.Config{Bucket: j.Bucket, Prefix: j.Prefix + "/", Endpoint: j.Endpoint, UsePathStyle: true, Region: "us-east-1", ReadBufferBytes: j.ReadBufferBytes, WorkerBufferBytes: j.WorkerBufferBytes, SplitTargetBytes: j.SplitTargetBytes}
 		beam.ParDo0(s, &countRecordsFn{}, s3io.Read(s, cfg))
 	case variantS3ioBatches:
-		readBatches(s, s3io.Config{Bucket: j.Bucket, Prefix: j.Prefix + "/", Endpoint: j.Endpoint, UsePathStyle: true, Region: "us-east-1", ReadBufferBytes: j.ReadBufferBytes, WorkerBufferBytes: j.WorkerBufferBytes})
+		readBatches(s, s3io.Config{Bucket: j.Bucket, Prefix: j.Prefix + "/", Endpoint: j.Endpoint, UsePathStyle: true, Region: "us-east-1", ReadBufferBytes: j.ReadBufferBytes, WorkerBufferBytes: j.WorkerBufferBytes, SplitTargetBytes: j.SplitTargetBytes})
 	case variantTextio:
 		beam.ParDo0(s, &countLinesFn{}, textio.Read(s, "s3://"+j.Bucket+"/"+j.Prefix+"/*"))
 	case variantFloor:

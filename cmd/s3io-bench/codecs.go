@@ -57,6 +57,10 @@ var codecAll = []string{"bzip2", "xz", "lz4", "snappy", "zlib", "deflate", "brot
 var codecs = []codec{
 	{name: "gzip", bin: "gzip", ext: ".gz", writer: toolText("gzip", "-c"), write: tool("gzip", "-c"), lib: codeclib.Loops["gzip"]},
 	{name: "zstd", bin: "zstd", ext: ".zst", writer: toolText("zstd", "-c"), write: tool("zstd", "-c"), lib: codeclib.Loops["zstd"]},
+	// bgzip writes BGZF, a gzip member per 64 KiB block, and pzstd a zstd frame per few MiB:
+	// objects s3io cuts into segments at their units when larger than SplitTargetBytes.
+	{name: "bgzip", bin: "bgzip", ext: ".gz", writer: toolText("bgzip", "-c", "-@", "2") + " (BGZF: a member per 64 KiB)", write: tool("bgzip", "-c", "-@", "2"), lib: codeclib.Loops["gzip"]},
+	{name: "pzstd", bin: "pzstd", ext: ".zst", writer: toolText("pzstd", "-c", "-p", "2") + " (a frame per few MiB)", write: tool("pzstd", "-c", "-q", "-p", "2"), lib: codeclib.Loops["zstd"]},
 	{name: "bzip2", bin: "bzip2", ext: ".bz2", writer: toolText("bzip2", "-c"), write: tool("bzip2", "-c"), lib: codeclib.Loops["bzip2"], target: "lib"},
 	// pbzip2 writes one bzip2 stream per 900 kB block, concatenated; lbzip2 one stream of
 	// many blocks (both are the parallel compressors people use on big logs).

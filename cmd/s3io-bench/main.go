@@ -149,6 +149,7 @@ type options struct {
 	warmup            bool
 	readBuffer        int64 // --read-buffer: s3io's Config.ReadBufferBytes; 0 = its default
 	workerBuffer      int64 // --worker-buffer: s3io's Config.WorkerBufferBytes; 0 = its default
+	splitTarget       int64 // --split-target: s3io's Config.SplitTargetBytes; 0 = its default
 }
 
 func parseOptions(args []string) (*options, error) {
@@ -165,6 +166,7 @@ func parseOptions(args []string) (*options, error) {
 	codecSize := fs.String("codec-size", "256MiB", "decompressed bytes per codec prefix (--codecs), in --object-size objects")
 	readBuffer := fs.String("read-buffer", "", "s3io's Config.ReadBufferBytes for the s3io variants (empty: its default)")
 	workerBuffer := fs.String("worker-buffer", "", "s3io's Config.WorkerBufferBytes for the s3io variants (empty: its default)")
+	splitTarget := fs.String("split-target", "", "s3io's Config.SplitTargetBytes for the s3io variants (empty: its default); objects larger are read as segments")
 	fs.BoolVar(&o.big, "big", false, "also read one 2 GiB plain object under big/ with s3io and loop1, and run an idle s3io pipeline, to compare peak RSS")
 	fs.BoolVar(&o.shape, "shape", false, "read through a proxy that waits 30 ms before each request and paces each response to 90 MB/s, as S3 over a network")
 	fs.BoolVar(&o.small, "small", false, "also read small/: --small-count plain objects of 64 KiB, with s3io and the loops")
@@ -201,6 +203,12 @@ func parseOptions(args []string) (*options, error) {
 		var err error
 		if o.workerBuffer, err = parseSize(*workerBuffer); err != nil {
 			return nil, fmt.Errorf("--worker-buffer: %w", err)
+		}
+	}
+	if *splitTarget != "" {
+		var err error
+		if o.splitTarget, err = parseSize(*splitTarget); err != nil {
+			return nil, fmt.Errorf("--split-target: %w", err)
 		}
 	}
 	o.variants, err3 = parseList("variant", *variants, knownVariants)
@@ -304,7 +312,7 @@ func reads(prefix, variant string) bool {
 	isS3io := variant == variantS3io || variant == variantS3ioUnshaped || variant == variantS3ioDirect
 	switch {
 	case codecOf(prefix) != nil:
-		return isS3io || variant == variantLib
+		return isS3io || variant == variantLib || variant == variantS3ioBatches
 	case variant == variantLib:
 		return false
 	case prefix == prefixMemory || variant == variantFloor:

@@ -243,7 +243,7 @@ func (b *benchRun) run(ctx context.Context, j job) runResult {
 		b.proxy.Reset()
 	}
 	cj := childJob{Variant: j.variant, Bucket: b.bucket, Prefix: j.prefix, Endpoint: endpoint, Result: name + ".json",
-		Size: b.opts.size, ObjectSize: b.opts.objectSize, ReadBufferBytes: b.opts.readBuffer, WorkerBufferBytes: b.opts.workerBuffer}
+		Size: b.opts.size, ObjectSize: b.opts.objectSize, ReadBufferBytes: b.opts.readBuffer, WorkerBufferBytes: b.opts.workerBuffer, SplitTargetBytes: b.opts.splitTarget}
 	if b.opts.cpuprofileDir != "" {
 		cj.CPUProfile = filepath.Join(b.opts.cpuprofileDir, filepath.Base(name)+".pprof")
 	}

@@ -3,6 +3,7 @@ package s3test
 import (
 	"bytes"
 	"encoding/binary"
+	"io"
 
 	"github.com/cespare/xxhash/v2"
 	"github.com/klauspost/compress/gzip"
@@ -32,28 +33,49 @@ func Zstd(s string) []byte {
 }
 
 // ZstdSeekable returns data in the zstd seekable format (contrib/seekable_format in the zstd
-// repository): one frame per frameSize bytes of data, each with its content checksum, then a
-// skippable frame holding the seek table (each frame's compressed and decompressed size and,
-// with checksums, the low 32 bits of its XXH64). No Debian tool writes the format; this is
-// written from the format's specification, not by the reader's code.
+// repository), as WriteZstdSeekable writes it.
 func ZstdSeekable(data []byte, frameSize int, checksums bool) []byte {
+	var out bytes.Buffer
+	if err := WriteZstdSeekable(&out, bytes.NewReader(data), frameSize, checksums); err != nil {
+		panic(err) // a bytes.Buffer and a bytes.Reader do not fail
+	}
+	return out.Bytes()
+}
+
+// WriteZstdSeekable writes what src holds to dst in the zstd seekable format: one frame per
+// frameSize bytes, each with its content checksum, then a skippable frame holding the seek
+// table (each frame's compressed and decompressed size and, with checksums, the low 32 bits
+// of its XXH64). No Debian tool writes the format; this is written from the format's
+// specification, not by the reader's code.
+func WriteZstdSeekable(dst io.Writer, src io.Reader, frameSize int, checksums bool) error {
 	zw, err := zstd.NewWriter(nil, zstd.WithEncoderCRC(true))
 	if err != nil {
-		panic(err)
+		return err
 	}
 	defer zw.Close()
-	var out, table []byte
+	chunk := make([]byte, frameSize)
+	var frame, table []byte
 	frames := 0
-	for off := 0; off < len(data); off += frameSize {
-		chunk := data[off:min(off+frameSize, len(data))]
-		start := len(out)
-		out = zw.EncodeAll(chunk, out)
-		table = binary.LittleEndian.AppendUint32(table, uint32(len(out)-start))
-		table = binary.LittleEndian.AppendUint32(table, uint32(len(chunk)))
-		if checksums {
-			table = binary.LittleEndian.AppendUint32(table, uint32(xxhash.Sum64(chunk)))
+	for {
+		n, err := io.ReadFull(src, chunk)
+		if n > 0 {
+			frame = zw.EncodeAll(chunk[:n], frame[:0])
+			if _, err := dst.Write(frame); err != nil {
+				return err
+			}
+			table = binary.LittleEndian.AppendUint32(table, uint32(len(frame)))
+			table = binary.LittleEndian.AppendUint32(table, uint32(n))
+			if checksums {
+				table = binary.LittleEndian.AppendUint32(table, uint32(xxhash.Sum64(chunk[:n])))
+			}
+			frames++
 		}
-		frames++
+		if err == io.EOF || err == io.ErrUnexpectedEOF {
+			break
+		}
+		if err != nil {
+			return err
+		}
 	}
 	descriptor := byte(0)
 	if checksums {
@@ -62,7 +84,8 @@ func ZstdSeekable(data []byte, frameSize int, checksums bool) []byte {
 	table = binary.LittleEndian.AppendUint32(table, uint32(frames))
 	table = append(table, descriptor)
 	table = binary.LittleEndian.AppendUint32(table, 0x8F92EAB1)
-	out = binary.LittleEndian.AppendUint32(out, 0x184D2A5E)
-	out = binary.LittleEndian.AppendUint32(out, uint32(len(table)))
-	return append(out, table...)
+	head := binary.LittleEndian.AppendUint32(nil, 0x184D2A5E)
+	head = binary.LittleEndian.AppendUint32(head, uint32(len(table)))
+	_, err = dst.Write(append(head, table...))
+	return err
 }
