@@ -21,6 +21,7 @@ import (
 	_ "github.com/apache/beam/sdks/v2/go/pkg/beam/runners/universal"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/testing/ptest"
 
+	"github.com/spate-io/beam-s3/internal/clitool"
 	"github.com/spate-io/beam-s3/internal/faultproxy"
 	"github.com/spate-io/beam-s3/internal/s3test"
 	"github.com/spate-io/beam-s3/internal/versitygw"
@@ -107,6 +108,22 @@ func seedMixedPrefix(t *testing.T, g *versitygw.Gateway, bucket string) []string
 	return want
 }
 
+// seedBGZF stores one object written by bgzip (a gzip member per 64 KiB of records, which the
+// planner cuts into segments at member starts) and returns its records, sorted.
+func seedBGZF(t *testing.T, g *versitygw.Gateway, bucket string) []string {
+	g.CreateBucket(t, bucket)
+	var b strings.Builder
+	var want []string
+	for j := 0; b.Len() < 4<<20; j++ {
+		r := fmt.Sprintf(`{"seg":%d,"pad":"%x"}`, j, uint64(j)*0x9e3779b97f4a7c15)
+		b.WriteString(r + "\n")
+		want = append(want, r)
+	}
+	g.Put(t, bucket, "bgzf/records.ndjson.gz", clitool.Run(t, []byte(b.String()), "bgzip", "-c"))
+	slices.Sort(want)
+	return want
+}
+
 func TestRunners(t *testing.T) {
 	for _, tg := range targets {
 		t.Run(tg.name, func(t *testing.T) {
@@ -146,6 +163,38 @@ func TestRunners(t *testing.T) {
 				}
 				if c["segments_planned"] < 2 {
 					t.Errorf("segments_planned = %d: the large object was not segmented", c["segments_planned"])
+				}
+				if tg.check != nil {
+					tg.check(t, &run{proxy: proxy, counters: c})
+				}
+			})
+
+			t.Run("segmented bgzip object", func(t *testing.T) {
+				want := seedBGZF(t, g, "units")
+				// Every GET pauses: segments read by parallel tasks overlap.
+				proxy.Reset()
+				proxy.Decide = func(key string, n int) faultproxy.Fault {
+					return faultproxy.Fault{StallAfter: 1, Stall: 100 * time.Millisecond}
+				}
+				defer func() { proxy.Decide = nil }()
+				out := filepath.Join(t.TempDir(), "records.txt")
+				p, s := beam.NewPipelineWithRoot()
+				cfg := s3io.Config{Bucket: "units", Prefix: "bgzf/", Endpoint: proxy.URL, UsePathStyle: true, Framer: "ndjson",
+					SplitTargetBytes: 256 << 10}
+				textio.Write(s, out, beam.ParDo(s, s3test.RecordString, s3io.Read(s, cfg)))
+				pr, err := submit(t, tg, endpoint, p)
+				if err != nil {
+					t.Fatalf("%s: pipeline failed: %v", tg.name, err)
+				}
+				got := s3test.ReadLines(t, out+"*")
+				slices.Sort(got)
+				c := s3test.Counters(pr, s3io.MetricsNamespace)
+				t.Logf("%s: %d records, counters %v, max GETs in flight %d", tg.name, len(got), c, proxy.MaxInFlight())
+				if !slices.Equal(got, want) {
+					t.Fatalf("%s: the output is not the object's records: %d records, want %d", tg.name, len(got), len(want))
+				}
+				if c["segments_planned"] < 8 || c["splits_planned"] < 2 {
+					t.Errorf("segments_planned = %d, splits_planned = %d: want the BGZF object in at least 8 segments and 2 descriptors", c["segments_planned"], c["splits_planned"])
 				}
 				if tg.check != nil {
 					tg.check(t, &run{proxy: proxy, counters: c})

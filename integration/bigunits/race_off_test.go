@@ -1,0 +1,5 @@
+//go:build !race
+
+package bigunits
+
+const raceDetector = false
