@@ -71,14 +71,18 @@ var unitObjects = []struct {
 	key  string
 	make func(t *testing.T, dir, plain, out string)
 }{
-	{"bgzip.ndjson.gz", func(t *testing.T, dir, plain, out string) { sh(t, dir, fmt.Sprintf("bgzip -c -@ 2 %s > %s", plain, out)) }},
+	{"bgzip.ndjson.gz", func(t *testing.T, dir, plain, out string) {
+		sh(t, dir, fmt.Sprintf("bgzip -c -@ 2 %s > %s", plain, out))
+	}},
 	{"cat-gzip.ndjson.gz", func(t *testing.T, dir, plain, out string) {
 		sh(t, dir, fmt.Sprintf("rm -rf chunks && mkdir chunks && split -b 8M -a 4 %s chunks/c. && ls chunks/c.* | xargs -P 2 -n 1 gzip -1 && cat chunks/c.*.gz > %s && rm -rf chunks", plain, out))
 	}},
 	{"cat-zstd.ndjson.zst", func(t *testing.T, dir, plain, out string) {
 		sh(t, dir, fmt.Sprintf("rm -rf chunks && mkdir chunks && split -b 8M -a 4 %s chunks/c. && ls chunks/c.* | xargs -P 2 -n 1 zstd -1 -q --rm && cat chunks/c.*.zst > %s && rm -rf chunks", plain, out))
 	}},
-	{"pzstd.ndjson.zst", func(t *testing.T, dir, plain, out string) { sh(t, dir, fmt.Sprintf("pzstd -c -q -p 2 %s > %s", plain, out)) }},
+	{"pzstd.ndjson.zst", func(t *testing.T, dir, plain, out string) {
+		sh(t, dir, fmt.Sprintf("pzstd -c -q -p 2 %s > %s", plain, out))
+	}},
 	{"seekable.ndjson.zst", func(t *testing.T, dir, plain, out string) {
 		in, err := os.Open(plain)
 		if err != nil {
