@@ -56,8 +56,11 @@ func spanOf(member Member, hint resumeHint) readSpan {
 	s := readSpan{hint: hint, planEnd: member.Size, tailWindow: segmentWindow}
 	switch {
 	case member.isSegment() && member.Codec != "":
-		s.from, s.planEnd, s.units = segStart, min(segEnd+unitSlack, member.Size), segEnd-segStart
-		s.tailWindow = unitWindow
+		// A small segment plans less slack, and asks for less at a time past it, so that
+		// what it fetches past its end stays a fraction of its own bytes.
+		own := segEnd - segStart
+		s.from, s.planEnd, s.units = segStart, min(segEnd+min(unitSlack, own/8), member.Size), own
+		s.tailWindow = min(unitWindow, max(own/4, 16<<10))
 		s.skipPartial = segStart > 0 && !s.hint.known()
 		return s // a resume hint into decoded bytes is never seekable
 	case member.isSegment():

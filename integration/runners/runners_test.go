@@ -196,6 +196,10 @@ func TestRunners(t *testing.T) {
 				if c["segments_planned"] < 8 || c["splits_planned"] < 2 {
 					t.Errorf("segments_planned = %d, splits_planned = %d: want the BGZF object in at least 8 segments and 2 descriptors", c["segments_planned"], c["splits_planned"])
 				}
+				// Its 64 KiB segments plan 8 KiB past their end for the next member's first record.
+				if c["raw_bytes"] > c["bytes_listed"]*13/10 {
+					t.Errorf("raw_bytes = %d for %d stored: the segments fetched more than 1.3x the object", c["raw_bytes"], c["bytes_listed"])
+				}
 				if tg.check != nil {
 					tg.check(t, &run{proxy: proxy, counters: c})
 				}
