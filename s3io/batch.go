@@ -136,6 +136,7 @@ type batcher struct {
 	m        int
 	owned    int64 // the last record of m claimed: the member's opening claim took the first
 	seekable bool
+	cps      *decode.Checkpoints // m's read's inflate checkpoints
 	emitted  int64
 
 	recs         [][]byte
@@ -196,7 +197,7 @@ func (b *batcher) flush(rt *sdf.LockRTracker) (cut bool) {
 	granted := skip
 	if skip < n {
 		c := &b.claim
-		*c = runClaim{Member: b.m, From: b.start + int64(skip), Ends: b.ends[skip:], Stored: b.stored[skip:], Hint: b.hint, Seekable: b.seekable}
+		*c = runClaim{Member: b.m, From: b.start + int64(skip), Ends: b.ends[skip:], Stored: b.stored[skip:], Hint: b.hint, Seekable: b.seekable, Cps: b.cps}
 		granted += claimRunLocked(rt, c)
 	}
 	if granted > 0 {
@@ -233,7 +234,7 @@ func (fn *reader) emitBatches(d SplitDescriptor, emit func(RecordBatch)) memberE
 			b := mr.frames.Next()
 			from := idx // the index of b's first record
 			cur = b.Retired
-			bt.seekable = b.Seekable
+			bt.seekable, bt.cps = b.Seekable, mr.cps
 			for i, rec := range b.Records {
 				if idx < first {
 					mc.skipped, mc.skippedEnd = mc.skipped+1, b.Ends[i]

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"math"
+
+	"github.com/spate-io/beam-s3/s3io/internal/decode"
 )
 
 // position identifies one record of a split: the ordinal of its object among the
@@ -51,6 +53,11 @@ type resumeHint struct {
 	// Seekable is true when the member is stored uncompressed, so Offset is also a byte
 	// offset in the object.
 	Seekable bool
+	// Inflate, for a gzip member, is the inflate checkpoint at or before Offset
+	// (decode.Checkpoint.Encode): the read starts with a ranged GET at its stored byte and
+	// decodes only from there. A few varints and the deflated 32 KiB window before it: ~4-10
+	// KiB for logs, at most ~33 KiB.
+	Inflate string
 }
 
 func (h resumeHint) known() bool { return h.Offset > 0 }
@@ -160,6 +167,8 @@ type readerClaim struct {
 	storedBytes int64
 	// seekable is true when the member is read uncompressed.
 	seekable bool
+	// cps are the inflate checkpoints of the member's read, nil if it keeps none.
+	cps *decode.Checkpoints
 }
 
 // tracker is the sdf.RTracker of a restriction. The reader claims the first position of a
@@ -176,6 +185,8 @@ type tracker struct {
 	storedRead  int64      // stored bytes of it the reader had taken at its last claim
 	firstRecord int64      // the first record claimed in it, for bytes-per-record estimates
 	hint        resumeHint // where a residual inside it may resume
+	// cps are the inflate checkpoints of its read, which a hint into it carries.
+	cps *decode.Checkpoints
 }
 
 // newTracker returns a tracker over rest.
@@ -213,7 +224,7 @@ func (t *tracker) TryClaim(pos any) bool {
 		t.stopped = true
 		return false
 	}
-	t.record(p, p, c.storedBytes, c.end, c.seekable)
+	t.record(p, p, c.storedBytes, c.end, c.seekable, c.cps)
 	return true
 }
 
@@ -234,15 +245,18 @@ func (t *tracker) admits(p position) bool {
 
 // record notes a claim from first to last (one member's records), the stored bytes the
 // decoder had taken at last, and last's end offset (-1: no resume hint).
-func (t *tracker) record(first, last position, stored, end int64, seekable bool) {
+func (t *tracker) record(first, last position, stored, end int64, seekable bool, cps *decode.Checkpoints) {
 	if !t.hasClaimed || first.Member != t.claimed.Member {
-		t.firstRecord, t.storedRead, t.hint = first.Index, 0, resumeHint{}
+		t.firstRecord, t.storedRead, t.hint, t.cps = first.Index, 0, resumeHint{}, nil
 		if first.Member == t.rest.Start.Member {
 			t.hint = t.rest.Resume
 		}
 	}
 	t.claimed, t.hasClaimed = last, true
 	t.storedRead = max(t.storedRead, stored)
+	if cps != nil {
+		t.cps = cps
+	}
 	if end >= 0 {
 		t.hint = resumeHint{Index: last.Index + 1, Offset: end, Seekable: seekable}
 	}
@@ -261,6 +275,7 @@ type runClaim struct {
 	// the tracker's resume hint as it was, as a readerClaim with end -1 does.
 	Hint     bool
 	Seekable bool
+	Cps      *decode.Checkpoints
 }
 
 // claimRun claims the longest prefix of c's records that lies before the restriction's
@@ -295,7 +310,7 @@ func (t *tracker) claimRun(c *runClaim) int {
 	if c.Hint {
 		end = c.Ends[last]
 	}
-	t.record(from, position{Member: c.Member, Index: c.From + int64(last)}, c.Stored[last], end, c.Seekable)
+	t.record(from, position{Member: c.Member, Index: c.From + int64(last)}, c.Stored[last], end, c.Seekable, c.Cps)
 	t.stopped = granted < n
 	return granted
 }
@@ -372,7 +387,7 @@ func (t *tracker) TrySplit(fraction float64) (primary, residual any, err error) 
 		split = b
 	case fraction == 0:
 		split = t.nextAfterClaimed()
-		share, hint = t.consumed(), t.hint
+		share, hint = t.consumed(), t.withInflate(t.hint)
 	default:
 		cur := t.claimed.Member
 		curLeft := t.rest.weight(cur) - t.consumed()
@@ -396,7 +411,7 @@ func (t *tracker) TrySplit(fraction float64) (primary, residual any, err error) 
 		perRecord := float64(t.storedRead) / float64(records)
 		ahead := int64(math.Ceil(want / perRecord))
 		split = position{Member: cur, Index: t.claimed.Index + 1 + ahead}
-		share, hint = t.consumed()+int64(float64(ahead)*perRecord), t.hint
+		share, hint = t.consumed()+int64(float64(ahead)*perRecord), t.withInflate(t.hint)
 	}
 	if !split.Less(t.rest.End) || t.hasClaimed && !t.claimed.Less(split) {
 		return t.rest, nil, nil
@@ -404,6 +419,19 @@ func (t *tracker) TrySplit(fraction float64) (primary, residual any, err error) 
 	p, r := t.rest.splitAt(split, share, hint)
 	t.rest = p
 	return p, r, nil
+}
+
+// withInflate gives h, a resume hint into a compressed member, the latest inflate checkpoint
+// of its read at or before h.Offset, so that the residual's read starts there rather than at
+// the member's first byte. A hint with no checkpoint of its read keeps the one it has.
+func (t *tracker) withInflate(h resumeHint) resumeHint {
+	if h.Seekable || !h.known() {
+		return h
+	}
+	if cp, ok := t.cps.Before(h.Offset); ok {
+		h.Inflate = cp.Encode()
+	}
+	return h
 }
 
 // boundary returns the first member boundary after member from, and before End, with at

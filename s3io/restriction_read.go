@@ -148,10 +148,14 @@ type memberRead struct {
 	frames *decode.Framing
 	idx0   int64 // index of the first record the stream yields
 	// base is the stream offset where decoding starts (the ranged GET's first byte for an
-	// uncompressed read, 0 for a decoded one), and skipTo the offset decoded unframed from
-	// there (a compressed member's resume point): what lies between, and the records
-	// skipped after, was decoded again to reach the restriction's first record.
+	// uncompressed read, the inflate checkpoint's decoded offset for a gzip one resumed at
+	// one, else 0), and skipTo the offset decoded unframed from there (a compressed member's
+	// resume point): what lies between, and the records skipped after, was decoded again to
+	// reach the restriction's first record.
 	base, skipTo int64
+	// cps are the inflate checkpoints its gzip decoding keeps (nil for any other read), for
+	// the hints of splits inside it.
+	cps *decode.Checkpoints
 }
 
 // startMember starts decoding member m of d from where span says, from the bytes of of.
@@ -167,6 +171,13 @@ func (fn *reader) startMember(ctx context.Context, d SplitDescriptor, m int, spa
 		mr.base, mr.skipTo = span.from, span.from
 	} else if span.hint.known() {
 		mr.skipTo = span.hint.Offset
+	}
+	if !span.seekable && span.units == 0 && fn.Cfg.CheckpointBytes > 0 {
+		mr.cps = &decode.Checkpoints{Every: fn.Cfg.CheckpointBytes}
+		mr.dec.Checkpoints = mr.cps
+	}
+	if span.inflate != nil {
+		mr.base = span.inflate.Decoded
 	}
 	// open runs on the framing goroutine: it may block on the network.
 	open := func() (recs *decode.RecordReader, seekable, borrow bool, err error) {
@@ -201,12 +212,22 @@ func (fn *reader) startMember(ctx context.Context, d SplitDescriptor, m int, spa
 			// while the segment before it is emitted, or the second core idles.
 			return recs, false, true, err
 		}
+		if cp := span.inflate; cp != nil {
+			// Resumed at an inflate checkpoint: decode from its stored byte on.
+			stream, err := decode.OpenGzipAt(src, *cp, mr.cps)
+			if err != nil {
+				return nil, false, false, err
+			}
+			recs = decode.NewRecordReader(stream, fn.newFramer(), fn.Cfg.MaxRecordBytes, cp.Decoded)
+			return recs, false, false, recs.Discard(span.hint.Offset)
+		}
 		obj := decode.ObjectInfo{Key: member.Key, Size: member.Size, ReadRange: of.ReadRange}
 		entries, stream, comp, err := mr.dec.OpenEntries(decode.Compression(fn.Cfg.Compression), obj, src)
 		if err != nil {
 			return nil, false, false, err
 		}
 		if entries != nil {
+			mr.cps = nil // an archive's records are offsets of its entries, not of the gzip stream
 			recs = decode.NewEntriesRecordReader(entries, func() decode.Framer { return fn.newFramer() }, fn.Cfg.MaxRecordBytes)
 		} else {
 			recs = decode.NewRecordReader(stream, fn.newFramer(), fn.Cfg.MaxRecordBytes, 0)
@@ -250,6 +271,7 @@ func (c partCredit) Release(n int64)      { c.budget.Release(n) }
 func (mr *memberRead) finish(ctx context.Context) {
 	mr.frames.Stop()
 	mr.src.Close()
+	mr.dec.Checkpoints = nil
 	mr.fn.putDecoders(mr.dec)
 	metricBytes.Inc(ctx, mr.frames.Decoded())
 	metricHeadersSkipped.Inc(ctx, mr.frames.HeadersSkipped())

@@ -249,7 +249,7 @@ func (fn *reader) emitRecords(sink func(m int, idx int64, entry string, rec []by
 		idx, emitted, skipped, skippedEnd := mc.next, int64(0), int64(0), int64(0)
 		defer func() { mc.next, mc.emitted, mc.skipped, mc.skippedEnd = idx, emitted, skipped, skippedEnd }()
 		// One claim value for the whole object: a claim boxed per record would allocate.
-		claim := &readerClaim{position: position{Member: m}}
+		claim := &readerClaim{position: position{Member: m}, cps: mr.cps}
 		for {
 			b := mr.frames.Next()
 			claim.seekable = b.Seekable

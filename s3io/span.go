@@ -1,6 +1,9 @@
 package s3io
 
-import "github.com/spate-io/beam-s3/s3io/internal/fetch"
+import (
+	"github.com/spate-io/beam-s3/s3io/internal/decode"
+	"github.com/spate-io/beam-s3/s3io/internal/fetch"
+)
 
 // segmentSlack and segmentWindow size the ranged GETs of a segment: its own range plus
 // segmentSlack in the planned parts, then segmentWindow at a time for a record that
@@ -43,6 +46,8 @@ type readSpan struct {
 	units int64
 	// tailWindow is what each request past planEnd covers.
 	tailWindow int64
+	// inflate is the hint's inflate checkpoint, decoded: a gzip read resumes there.
+	inflate *decode.Checkpoint
 }
 
 // spanOf decides where reading member begins, hint being the restriction's resume hint
@@ -69,6 +74,11 @@ func spanOf(member Member, hint resumeHint) readSpan {
 	}
 	if s.hint.known() && s.hint.Seekable {
 		s.from, s.seekable, s.skipPartial = s.hint.Offset, true, false
+	}
+	if s.hint.known() && s.hint.Inflate != "" {
+		if cp, err := decode.DecodeCheckpoint(s.hint.Inflate); err == nil {
+			s.from, s.inflate = cp.Stored, &cp // an inflate checkpoint: read from its stored byte
+		}
 	}
 	s.planEnd = max(s.planEnd, s.from)
 	return s

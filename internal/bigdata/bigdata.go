@@ -31,6 +31,9 @@ func Line(i int64) string { return string(appendLine(nil, i, false)) }
 // holds 32 pseudo-random characters of 16, then repeats them.
 func NoisyLine(i int64) string { return string(appendLine(nil, i, true)) }
 
+// AppendLine appends record i (Line's, or NoisyLine's when noisy) to b.
+func AppendLine(b []byte, i int64, noisy bool) []byte { return appendLine(b, i, noisy) }
+
 func appendLine(b []byte, i int64, noisy bool) []byte {
 	pad := 150 + int(i*7919%90)
 	b = append(b, `{"i":`...)

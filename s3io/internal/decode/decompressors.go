@@ -42,6 +42,10 @@ type Decompressors struct {
 	br    *brotli.Reader
 	bufr  *bufio.Reader // zlib's, flate's, bzip2's and zstd's input, see buffered
 	src   source        // the current object's bytes
+	// Checkpoints, when set, makes a gzip object decode through the checkpointing reader
+	// (OpenGzip), which keeps its inflate checkpoints there. The caller sets it per object.
+	Checkpoints *Checkpoints
+
 	// An archive's entries are decoded by decoders of their own, kept for the next archive:
 	// entries by their compression method (zip), and by their own names (auto mode).
 	methods, entries *Decompressors
@@ -90,6 +94,10 @@ func (d *Decompressors) Open(mode Compression, key string, src io.Reader) (io.Re
 	}
 	switch comp {
 	case Gzip:
+		if d.Checkpoints != nil {
+			s, err := OpenGzip(stream, d.Checkpoints)
+			return s, comp, err
+		}
 		if d.gz == nil {
 			d.gz, err = gzip.NewReader(stream)
 		} else {
