@@ -178,7 +178,10 @@ type Config struct {
 	// a descriptor of several objects holds at least about SplitTargetBytes/e of them,
 	// unless a bound cut it, and never more than 4×SplitTargetBytes; an object over that
 	// bound gets a descriptor of its own, and a large uncompressed object is cut into
-	// segments of at most SplitTargetBytes.
+	// segments of at most SplitTargetBytes. A larger gzip or zstd object made of units is cut
+	// at unit starts into segments of a quarter of it (at most 4 MiB stored), so that a reader
+	// decodes the next while it emits one, and consecutive segments share descriptors of
+	// about SplitTargetBytes.
 	SplitTargetBytes int64
 	// MaxSplitMembers bounds the objects in one descriptor (default 1024, at most 2^20), which bounds the
 	// size of a descriptor and of its restriction whatever the object sizes. Descriptors of

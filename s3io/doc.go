@@ -72,8 +72,11 @@
 // changed a little keeps most IDs (what Except relies on). Readers never list. One
 // splittable DoFn reads each descriptor; its restriction is a range of (member, record)
 // positions, so a runner can checkpoint and split a descriptor between records, and a read
-// resumed inside an uncompressed object starts with a ranged GET at its next record. Large
-// uncompressed objects are read as parallel segments. Each reader fetches ahead, many ranged
+// resumed inside an uncompressed object starts with a ranged GET at its next record, one
+// inside a gzip object at the inflate checkpoint before it (Config.CheckpointBytes). Large
+// uncompressed objects, and large gzip and zstd objects made of units (BGZF, concatenated
+// members, pzstd, the zstd seekable format), are read as parallel segments (Member.Codec).
+// Each reader fetches ahead, many ranged
 // GETs in flight within a memory bound, and decodes the next object on another goroutine
 // while the current one is emitted. The design notes and measurements are in the
 // repository's docs/design.md and docs/performance.md.

@@ -9,7 +9,8 @@ import "github.com/apache/beam/sdks/v2/go/pkg/beam"
 //	objects_planned, splits_planned  what the planner selected and packed
 //	objects_skipped                  listed objects Match or the time window left out
 //	objects_skipped_archived         archived objects Config.SkipArchived left out
-//	segments_planned                 members that are segments of large uncompressed objects
+//	segments_planned                 members that are segments of large objects (uncompressed,
+//	                                 or gzip and zstd cut at their units)
 //	restrictions_read                restrictions processed: descriptors, initial splits, residuals
 //	objects                          objects whose reading began (each once, however segmented or split)
 //	gets                             GET requests made
@@ -19,9 +20,10 @@ import "github.com/apache/beam/sdks/v2/go/pkg/beam"
 //	resumed_reads                    reads that began at a resume point inside a member
 //	skipped_records                  records read again and dropped to reach a restriction's start
 //	redecoded_bytes                  decompressed bytes a read decoded again before a restriction's
-//	                                 first record: a compressed member is decoded from its start
-//	                                 (unframed up to a resume point); an uncompressed one only
-//	                                 past its resume point, by the skipped records
+//	                                 first record: a compressed member is decoded from its start,
+//	                                 a gzip one from its inflate checkpoint before the resume
+//	                                 point (unframed up to it); an uncompressed one only past its
+//	                                 resume point, by the skipped records
 //	headers_skipped                  records dropped by Config.SkipHeaderRecords
 //	body_resumes                     broken response bodies resumed with a ranged GET
 //	range_ignored                    ranged GETs the server answered with the whole object (200):
