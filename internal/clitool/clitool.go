@@ -36,6 +36,8 @@ var packages = map[string]string{
 	"compress": "ncompress",
 	"lzip":     "lzip",
 	"python3":  "python3",
+	"split":    "coreutils",
+	"xargs":    "findutils",
 }
 
 // Package names the Debian package that installs tool, or "" if this package does not know.
