@@ -11,6 +11,8 @@ import "github.com/apache/beam/sdks/v2/go/pkg/beam"
 //	objects_skipped_archived         archived objects Config.SkipArchived left out
 //	segments_planned                 members that are segments of large objects (uncompressed,
 //	                                 or gzip and zstd cut at their units)
+//	probe_requests, probe_bytes      the planner's GETs to decide how to cut large objects (magic
+//	                                 bytes, unit starts, seek tables), and the bytes received
 //	restrictions_read                restrictions processed: descriptors, initial splits, residuals
 //	objects                          objects whose reading began (each once, however segmented or split)
 //	gets                             GET requests made
@@ -55,6 +57,8 @@ var (
 	metricObjectsPlanned  = beam.NewCounter(MetricsNamespace, "objects_planned")
 	metricSplitsPlanned   = beam.NewCounter(MetricsNamespace, "splits_planned")
 	metricSegmentsPlanned = beam.NewCounter(MetricsNamespace, "segments_planned")
+	metricProbeRequests   = beam.NewCounter(MetricsNamespace, "probe_requests")
+	metricProbeBytes      = beam.NewCounter(MetricsNamespace, "probe_bytes")
 	metricRestrictions    = beam.NewCounter(MetricsNamespace, "restrictions_read")
 	metricObjects         = beam.NewCounter(MetricsNamespace, "objects")
 	metricGets            = beam.NewCounter(MetricsNamespace, "gets")

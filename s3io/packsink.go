@@ -2,7 +2,9 @@ package s3io
 
 import (
 	"context"
+	"io"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/log"
@@ -36,12 +38,30 @@ func (s *packSink) take(ctx context.Context, page []selected, st *PlanStats) err
 	for i, o := range page {
 		ms[i] = o.Member
 	}
-	for i, seg := range s.p.segmentable(ctx, s.bucket, ms) {
+	var probes probeStats
+	segs := s.p.segmentable(ctx, s.bucket, ms, &probes)
+	st.ProbeRequests += probes.gets.Load()
+	st.ProbeBytes += probes.bytes.Load()
+	metricProbeRequests.Inc(ctx, probes.gets.Load())
+	metricProbeBytes.Inc(ctx, probes.bytes.Load())
+	for i, seg := range segs {
 		if err := s.p.addMember(ctx, ms[i], seg, s.pk, st); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// probeStats counts the GETs the planner makes to decide how to cut objects (magic bytes,
+// unit starts, seek tables), from the goroutines that probe a page's objects at once.
+type probeStats struct{ gets, bytes atomic.Int64 }
+
+// close closes r, counting what it transferred.
+func (c *probeStats) close(r *fetch.PinnedReader) {
+	g, b := r.Transferred()
+	c.gets.Add(int64(g))
+	c.bytes.Add(b)
+	r.Close()
 }
 
 func (s *packSink) finish() error { return s.pk.flush() }
@@ -57,7 +77,7 @@ func (s *packSink) report(ctx context.Context, where string, st *PlanStats, took
 // self-synchronising framer. The probes (magic bytes, unit starts, a seek table) run
 // ListParallelism objects at a time: one after another, a prefix of thousands of large
 // objects would cost a request's latency per object to plan.
-func (p *planner) segmentable(ctx context.Context, bucket string, ms []Member) [][]Member {
+func (p *planner) segmentable(ctx context.Context, bucket string, ms []Member, probes *probeStats) [][]Member {
 	out := make([][]Member, len(ms))
 	if !selfSynchronizing(p.cfg.Framer) {
 		return out
@@ -74,12 +94,12 @@ func (p *planner) segmentable(ctx context.Context, bucket string, ms []Member) [
 		go func() {
 			defer wg.Done()
 			defer func() { <-sem }()
-			switch comp, ok := p.storedCompression(ctx, bucket, m); {
+			switch comp, ok := p.storedCompression(ctx, bucket, m, probes); {
 			case !ok:
 			case comp == decode.None:
 				out[i] = segments(m, segSize)
 			case decode.UnitsSegmentable(comp):
-				out[i] = p.unitSegments(ctx, bucket, m, comp, unitSegmentBytes(segSize))
+				out[i] = p.unitSegments(ctx, bucket, m, comp, unitSegmentBytes(segSize), probes)
 			}
 		}()
 	}
@@ -126,12 +146,14 @@ func segments(o Member, target int64) []Member {
 // zstd). In auto mode an object without a compressed extension is probed for magic bytes
 // with a pinned GET of its first bytes; ok is false if the probe fails: the object stays
 // whole, and its read reports the real problem.
-func (p *planner) storedCompression(ctx context.Context, bucket string, o Member) (comp decode.Compression, ok bool) {
+func (p *planner) storedCompression(ctx context.Context, bucket string, o Member, probes *probeStats) (comp decode.Compression, ok bool) {
 	mode := decode.Compression(p.cfg.Compression)
 	if c := decode.Detect(mode, o.Key, nil); c != decode.None || mode == decode.None {
 		return c, true // forced, or named by its extension
 	}
-	head, err := fetch.NewGets(p.client, bucket, p.cfg.fetchSettings()).ReadPrefix(ctx, o.object(), decode.MagicLen)
+	r := fetch.NewGets(p.client, bucket, p.cfg.fetchSettings()).Open(ctx, o.object(), 0, min(decode.MagicLen, o.Size))
+	head, err := io.ReadAll(r)
+	probes.close(r)
 	if err != nil {
 		return "", false
 	}

@@ -18,8 +18,13 @@ type PlanStats struct {
 	KeysListed, BytesListed int64
 	// ListRequests counts the ListObjectsV2 requests sent: pages and delimiter probes.
 	ListRequests int64
+	// ProbeRequests and ProbeBytes count the pinned GETs the planner sent to decide how to
+	// cut large objects into segments, and the bytes they received: a magic-byte probe of a
+	// large object without a compressed extension, a compressed object's probes for unit
+	// starts, a seekable zstd object's seek table.
+	ProbeRequests, ProbeBytes int64
 	// Objects and Bytes are what was planned; Segments the members that are segments of
-	// large uncompressed objects.
+	// large objects (uncompressed, or gzip and zstd cut at their units).
 	Objects, Bytes int64
 	Descriptors    int64
 	Segments       int64

@@ -21,8 +21,10 @@ const unitProbeBytes = 1 << 20
 // there is to find, is at most 64 KiB.
 const minUnitProbeBytes = 64 << 10
 
-// unitProbeRequest is what one request of a probe covers: a BGZF block and the proof that it
-// decodes, in most cases the whole probe.
+// unitProbeRequest is what the first request of a probe covers: a BGZF block and the proof
+// that it decodes, in most cases the whole probe. Each next request asks twice as much, so
+// the 1.1 MiB a single-member object's probe reads before it gives up take 5 requests, not
+// 18 of 64 KiB (a request's latency each, ~30 ms on S3).
 const unitProbeRequest = 64 << 10
 
 // unitProbesInFlight bounds the probes of one object's cuts that run at once.
@@ -48,12 +50,12 @@ const maxUnitSegmentBytes = 4 << 20
 // decoding it: a zstd seek table's frames when the object ends with one (seekable format),
 // else a probe after each even cut, up to unitProbeBytes after the first and four times as
 // far as the first found its unit after the others (BGZF blocks are a few KiB apart, a
-// concatenation's members maybe MiBs: a probe reads 64 KiB at a time and stops at the first
-// unit it proves). An object whose first cut finds no unit start is taken for one unit and
+// concatenation's members maybe MiBs: a probe reads 64 KiB, then twice as much per request,
+// and stops at the first unit it proves). An object whose first cut finds no unit start is taken for one unit and
 // kept whole (nil): one probe is all it costs. A segment's reader decodes its own units and
 // the next one's first record (decode.OpenUnits), so that a record straddling two units or
 // two segments is read once.
-func (p *planner) unitSegments(ctx context.Context, bucket string, m Member, comp decode.Compression, segSize int64) []Member {
+func (p *planner) unitSegments(ctx context.Context, bucket string, m Member, comp decode.Compression, segSize int64, probes *probeStats) []Member {
 	gets := fetch.NewGets(p.client, bucket, p.cfg.fetchSettings())
 	n := (m.Size + segSize - 1) / segSize
 	if n < 2 {
@@ -65,7 +67,7 @@ func (p *planner) unitSegments(ctx context.Context, bucket string, m Member, com
 	}
 	var cuts []int64
 	if comp == decode.Zstd {
-		if starts, ok := p.zstdSeekTable(ctx, gets, m); ok {
+		if starts, ok := p.zstdSeekTable(ctx, gets, m, probes); ok {
 			for _, t := range targets {
 				if i, _ := slices.BinarySearch(starts, t); i < len(starts) {
 					cuts = append(cuts, starts[i])
@@ -75,8 +77,8 @@ func (p *planner) unitSegments(ctx context.Context, bucket string, m Member, com
 		}
 	}
 	probe := func(t int64, window int) (int64, bool) {
-		r := gets.OpenWindowed(ctx, m.object(), t, min(t+int64(window)+2*decodeProofSlack, m.Size), unitProbeRequest)
-		defer r.Close()
+		r := gets.OpenGrowing(ctx, m.object(), t, min(t+int64(window)+2*decodeProofSlack, m.Size), unitProbeRequest)
+		defer probes.close(r)
 		off, found, err := decode.FindUnit(comp, r, window, p.cfg.MaxDecoderWindowBytes)
 		return t + off, found && err == nil
 	}
@@ -116,10 +118,10 @@ const decodeProofSlack = 64 << 10
 
 // zstdSeekTable reads the seek table of a seekable-format zstd object, if it ends with one:
 // a suffix GET of its last bytes, and a second one if the table is longer.
-func (p *planner) zstdSeekTable(ctx context.Context, gets *fetch.Gets, m Member) ([]int64, bool) {
+func (p *planner) zstdSeekTable(ctx context.Context, gets *fetch.Gets, m Member, probes *probeStats) ([]int64, bool) {
 	read := func(n int64) ([]byte, error) {
 		r := gets.Open(ctx, m.object(), m.Size-n, m.Size)
-		defer r.Close()
+		defer probes.close(r)
 		buf := make([]byte, n)
 		_, err := io.ReadFull(r, buf)
 		return buf, err

@@ -19,6 +19,7 @@ import (
 
 	"github.com/spate-io/beam-s3/internal/clitool"
 	"github.com/spate-io/beam-s3/internal/s3test"
+	"github.com/spate-io/beam-s3/s3io/internal/decode"
 )
 
 // unitText returns n records of random characters (compressing to about two thirds, as
@@ -104,15 +105,48 @@ func TestCompressedObjectsPlannedAtUnits(t *testing.T) {
 	const target = 256 << 10
 	cfg := Config{Bucket: "units", Endpoint: srv.URL, UsePathStyle: true, Framer: "ndjson", SplitTargetBytes: target}
 	byKey := map[string][]Member{}
-	if _, err := PlanDescriptors(t.Context(), cfg, func(d SplitDescriptor) error {
+	st, err := PlanDescriptors(t.Context(), cfg, func(d SplitDescriptor) error {
 		for _, m := range d.Members {
 			byKey[m.Key] = append(byKey[m.Key], m)
 		}
 		return nil
-	}); err != nil {
+	})
+	if err != nil {
 		t.Fatal(err)
 	}
 	planned := srv.Requests("seekable.ndjson.zst")
+	// Every GET made while planning is a probe, counted in PlanStats; a single-member object
+	// costs one.
+	var asked int64
+	for _, r := range srv.Requests("") {
+		a, b, ok := parseRange(r.Range)
+		if !ok {
+			t.Errorf("planning GET of %s without a range (%q): a probe reads a window", r.Key, r.Range)
+		}
+		asked += b - a + 1
+	}
+	if all := srv.Requests(""); st.ProbeRequests != int64(len(all)) || st.ProbeBytes <= 0 || st.ProbeBytes > asked {
+		t.Errorf("PlanStats counts %d probe GETs of %d bytes; the server answered %d GETs for %d bytes", st.ProbeRequests, st.ProbeBytes, len(all), asked)
+	}
+	// A single-member object costs one probe: from the first cut, through unitProbeBytes
+	// and the proof's slack, in requests of 64 KiB, 128 KiB, ... (5 requests); a zstd one
+	// first the suffix GET that finds no seek table.
+	for _, o := range objs[len(objs)-2:] {
+		var probe []s3test.Request
+		for _, r := range srv.Requests(o.key) {
+			a, b, _ := parseRange(r.Range)
+			if strings.HasSuffix(o.key, ".zst") && b == int64(len(o.data))-1 && a == int64(len(o.data))-decode.ZstdSeekTail {
+				continue
+			}
+			probe = append(probe, r)
+		}
+		first, _, _ := parseRange(probe[0].Range)
+		_, last, _ := parseRange(probe[len(probe)-1].Range)
+		if len(probe) > 5 || last+1-first > unitProbeBytes+2*decodeProofSlack {
+			t.Errorf("%s: %d GETs for bytes [%d, %d] while planning, want one probe of at most 5 GETs and %d bytes: %+v",
+				o.key, len(probe), first, last, unitProbeBytes+2*decodeProofSlack, probe)
+		}
+	}
 	fn := &reader{Cfg: cfg.WithDefaults()}
 	if err := fn.Setup(context.Background()); err != nil {
 		t.Fatal(err)

@@ -212,16 +212,16 @@ type descSample struct {
 // summary accumulates the streamed descriptors in bounded memory: counters, the reservoir
 // and a top-N heap; no descriptor is kept.
 type summary struct {
-	cfg                    s3io.Config
-	descs                  int64
-	minB, maxB             int64
-	minM, maxM             int
-	sample                 []descSample
-	rng                    *rand.Rand
-	mix                    map[string]*Mix
-	top                    objHeap
-	topN                   int
-	gets, probes, transfer int64
+	cfg            s3io.Config
+	descs          int64
+	minB, maxB     int64
+	minM, maxM     int
+	sample         []descSample
+	rng            *rand.Rand
+	mix            map[string]*Mix
+	top            objHeap
+	topN           int
+	gets, transfer int64
 }
 
 func newSummary(cfg s3io.Config, topN int) *summary {
@@ -282,8 +282,7 @@ func parts(n, partBytes int64, issued *int) int64 {
 	return gets + (n+partBytes-1)/partBytes
 }
 
-// object counts one planned object in the compression mix, the planning probes and the
-// top N.
+// object counts one planned object in the compression mix and the top N.
 func (s *summary) object(m s3io.Member) {
 	name := compressionByName(s.cfg.Compression, m.Key)
 	if s.mix[name] == nil {
@@ -291,12 +290,6 @@ func (s *summary) object(m s3io.Member) {
 	}
 	s.mix[name].Objects++
 	s.mix[name].Bytes += m.Size
-	// The planner reads 262 bytes of a large object of unknown format to see whether it
-	// may be cut into segments (lines and ndjson only): a GET made while planning.
-	if name == "other" && m.Archived == "" && m.Size > max(s.cfg.SplitTargetBytes, 64<<10) &&
-		(s.cfg.Framer == "lines" || s.cfg.Framer == "ndjson") {
-		s.probes++
-	}
 	if s.topN == 0 {
 		return
 	}
@@ -385,7 +378,8 @@ type Descriptors struct {
 type Estimate struct {
 	GetRequests      int64 `json:"get_requests"`
 	PartBytes        int64 `json:"part_bytes"`
-	PlanProbeGets    int64 `json:"plan_probe_gets"` // 4-byte GETs of planning, not in GetRequests
+	PlanProbeGets    int64 `json:"plan_probe_gets"`  // GETs of planning (PlanStats.ProbeRequests), not in GetRequests
+	PlanProbeBytes   int64 `json:"plan_probe_bytes"` // what they received (PlanStats.ProbeBytes)
 	ListRequests     int64 `json:"list_requests"`
 	BytesTransferred int64 `json:"bytes_transferred"`
 }
@@ -399,7 +393,7 @@ func (s *summary) report(cfg s3io.Config, st s3io.PlanStats, wall time.Duration)
 		StorageClasses: st.StorageClasses, Archived: st.Archived, SkippedArchived: st.SkippedArchived,
 		SkipArchivedFlag: cfg.SkipArchived,
 		Skipped:          st.Skipped, Largest: []Object{}, Compression: []Mix{},
-		Estimate: Estimate{GetRequests: s.gets, PartBytes: partBytes(s.cfg), PlanProbeGets: s.probes,
+		Estimate: Estimate{GetRequests: s.gets, PartBytes: partBytes(s.cfg), PlanProbeGets: st.ProbeRequests, PlanProbeBytes: st.ProbeBytes,
 			ListRequests: st.ListRequests, BytesTransferred: s.transfer},
 	}
 	if wall > 0 {
@@ -491,7 +485,7 @@ func (r *Report) print(out io.Writer) error {
 	// stored plan makes them once.
 	p("  LIST requests\t%d, made by this preview and again when Read plans", e.ListRequests)
 	if e.PlanProbeGets > 0 {
-		p("  probe GETs\t%d of 4 bytes (can a large object be segmented?), made here and again when Read plans", e.PlanProbeGets)
+		p("  probe GETs\t%d, %s (where can a large object be cut into segments: magic bytes, unit starts, seek tables), made here and again when Read plans", e.PlanProbeGets, human(e.PlanProbeBytes))
 	}
 	return w.Flush()
 }

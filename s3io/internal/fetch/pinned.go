@@ -65,6 +65,15 @@ func (g *Gets) OpenWindowed(ctx context.Context, o Object, pos, end, window int6
 	return r
 }
 
+// OpenGrowing is OpenWindowed with windows that double from first after each request: a
+// probe that finds what it looks for early costs one small request, one that must look far
+// a few requests, not one per window.
+func (g *Gets) OpenGrowing(ctx context.Context, o Object, pos, end, first int64) *PinnedReader {
+	r := g.OpenWindowed(ctx, o, pos, end, first)
+	r.grow = true
+	return r
+}
+
 // PinnedReader streams the bytes [pos, end) of one object as it was when planned: every GET
 // carries If-Match: <planned ETag>, so an object overwritten since planning fails with 412
 // PreconditionFailed instead of splicing new bytes into the output, and a deleted one with
@@ -82,6 +91,7 @@ type PinnedReader struct {
 	// window, when > 0, ends each request window bytes after its first byte instead of at
 	// end (see OpenWindowed).
 	window int64
+	grow   bool // the window doubles after each request (OpenGrowing)
 
 	body     io.ReadCloser
 	cancel   context.CancelFunc // ends the current request
@@ -198,6 +208,9 @@ func (r *PinnedReader) Read(p []byte) (int, error) {
 			return n, nil
 		case err == io.EOF && r.pos >= r.reqEnd:
 			r.Close()
+			if r.grow {
+				r.window *= 2
+			}
 			if n > 0 {
 				return n, nil
 			}
@@ -280,6 +293,10 @@ func resumableBodyError(err error) bool {
 func isConnReset(err error) bool {
 	return errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE) || errors.Is(err, syscall.ECONNABORTED)
 }
+
+// Transferred returns the GET requests the reader made and the body bytes it received,
+// those a server sent and the read dropped included: what the reads cost.
+func (r *PinnedReader) Transferred() (gets int, received int64) { return r.gets, r.received }
 
 // Close ends the current request, if any.
 func (r *PinnedReader) Close() error {

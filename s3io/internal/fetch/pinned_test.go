@@ -13,6 +13,29 @@ import (
 	"github.com/spate-io/beam-s3/internal/faultproxy"
 )
 
+// A growing read asks for windows that double: 4 KiB, 8 KiB, ... up to the range's end.
+func TestOpenGrowingDoublesItsWindows(t *testing.T) {
+	fx := newFixture(t, 100_000, 100_000, 1, []int{100_000})
+	o := fx.objects[0]
+	r := fx.gets.OpenGrowing(context.Background(), o, 1000, 60_000, 4096)
+	got, err := io.ReadAll(r)
+	r.Close()
+	if err != nil || !bytes.Equal(got, fx.data[0][1000:60_000]) {
+		t.Fatalf("read %d bytes, %v; want bytes [1000, 60000)", len(got), err)
+	}
+	var ranges []string
+	for _, q := range fx.srv.Requests(o.Key) {
+		ranges = append(ranges, q.Range)
+	}
+	want := []string{"bytes=1000-5095", "bytes=5096-13287", "bytes=13288-29671", "bytes=29672-59999"}
+	if fmt.Sprint(ranges) != fmt.Sprint(want) {
+		t.Errorf("ranges %v, want %v", ranges, want)
+	}
+	if g, b := r.Transferred(); g != 4 || b != 59_000 {
+		t.Errorf("Transferred() = %d GETs, %d bytes; want 4, 59000", g, b)
+	}
+}
+
 // A body broken mid-way is resumed from its next byte, pinned like the first request.
 func TestPinnedReaderResumesBrokenBody(t *testing.T) {
 	fx := newFixture(t, 1<<20, 1<<20, 1, []int{10_000})
