@@ -227,7 +227,11 @@ func (fn *reader) startMember(ctx context.Context, d SplitDescriptor, m int, spa
 			return nil, false, false, err
 		}
 		if entries != nil {
-			mr.cps = nil // an archive's records are offsets of its entries, not of the gzip stream
+			// An archive's records are offsets of its entries, not of the gzip stream. The log
+			// stays (the claims of this member hold it, on another goroutine), but empty.
+			if mr.cps != nil {
+				mr.cps.Disable()
+			}
 			recs = decode.NewEntriesRecordReader(entries, func() decode.Framer { return fn.newFramer() }, fn.Cfg.MaxRecordBytes)
 		} else {
 			recs = decode.NewRecordReader(stream, fn.newFramer(), fn.Cfg.MaxRecordBytes, 0)

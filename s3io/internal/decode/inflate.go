@@ -111,6 +111,15 @@ type Checkpoints struct {
 
 	mu   sync.Mutex
 	list []Checkpoint // the latest, oldest first
+	off  bool         // Disable was called
+}
+
+// Disable empties the log and keeps it empty: the reader found that its records' offsets
+// are not the gzip stream's (an archive's entries), so no checkpoint can resume them.
+func (c *Checkpoints) Disable() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.list, c.off = nil, true
 }
 
 // keptCheckpoints is how many checkpoints a log keeps: decoding runs ahead of the records
@@ -121,6 +130,9 @@ const keptCheckpoints = 4
 func (c *Checkpoints) add(cp Checkpoint) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if c.off {
+		return
+	}
 	if len(c.list) >= cmp.Or(c.Keep, keptCheckpoints) {
 		c.list = append(c.list[:0], c.list[1:]...)
 	}
