@@ -76,17 +76,20 @@ func (p *packer) add(m Member) error {
 }
 
 // addRun packs the segments of one compressed object, in order, as descriptors of
-// consecutive segments holding up to the target's bytes (at least one segment each): they
-// are cut finer than the target so that a reader decodes the next while it emits one
-// (unitSegmentBytes), and packed back so that descriptors stay of the target's size. The
-// cuts depend on the object alone.
+// consecutive segments holding up to a quarter of the target's bytes (at least one segment
+// each): they are cut finer than the target so that a reader decodes the next while it
+// emits one (unitSegmentBytes). A descriptor's members are fetched ahead into the reader's
+// part budget, which the segment decoded ahead borrows from: at the default 64 MiB, a
+// descriptor of 64 MiB of segments read a bgzip object at 1.01x a single gzip member, one
+// of 16 MiB at 1.20x (docs/performance.md). The cuts depend on the object alone.
 func (p *packer) addRun(segs []Member) error {
 	if err := p.flush(); err != nil {
 		return err
 	}
 	p.gap = 0
+	limit := p.target / unitRunDivisor
 	for _, m := range segs {
-		if len(p.cur) > 0 && (len(p.cur) >= p.maxMembers || p.curBytes+m.weight() > p.target) {
+		if len(p.cur) > 0 && (len(p.cur) >= p.maxMembers || p.curBytes+m.weight() > limit) {
 			if err := p.flush(); err != nil {
 				return err
 			}
@@ -96,6 +99,10 @@ func (p *packer) addRun(segs []Member) error {
 	}
 	return p.flush()
 }
+
+// unitRunDivisor divides the target for the descriptors of a compressed object's segments
+// (addRun).
+const unitRunDivisor = 4
 
 // memberWeight is a member's share of a target-sized descriptor: its bytes, or, for small
 // objects, at least 2/maxMembers, so that descriptors of tiny objects average half the

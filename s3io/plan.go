@@ -68,8 +68,9 @@ func (p *planner) plan(ctx context.Context, bucket, prefix string, emit func(Spl
 // Plan lists cfg's prefix once and returns a PCollection<SplitDescriptor>: the objects
 // under it that Match, StartAfter and the time window select, sorted by key and packed into
 // descriptors of about cfg.SplitTargetBytes. An uncompressed object larger than that,
-// framed by lines or ndjson, is cut into segments that are read in parallel; other objects
-// stay whole. Listing runs on a worker when the pipeline runs, with the worker's AWS
+// framed by lines or ndjson, is cut into segments that are read in parallel, and so is a
+// gzip or zstd object made of units (cut at unit starts, Member.Codec); other objects stay
+// whole. Listing runs on a worker when the pipeline runs, with the worker's AWS
 // credentials, cfg.ListParallelism requests at a time, and descriptors leave the planner as
 // their key range is listed. Replanning an unchanged prefix yields the same descriptors and
 // IDs, whatever the parallelism.
