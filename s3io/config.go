@@ -180,9 +180,9 @@ type Config struct {
 	// bound gets a descriptor of its own, and a large uncompressed object is cut into
 	// segments of at most SplitTargetBytes. A larger gzip or zstd object made of units is cut
 	// at unit starts into segments of a quarter of it (at most 4 MiB stored), so that a reader
-	// decodes the next while it emits one, and consecutive segments share descriptors of
-	// about a quarter of SplitTargetBytes (the members of a descriptor are fetched ahead into
-	// the memory the segment decoded ahead borrows).
+	// decodes the next while it emits one, and consecutive segments share descriptors four at
+	// a time (the members of a descriptor are fetched ahead into the memory the segment
+	// decoded ahead borrows).
 	SplitTargetBytes int64
 	// MaxSplitMembers bounds the objects in one descriptor (default 1024, at most 2^20), which bounds the
 	// size of a descriptor and of its restriction whatever the object sizes. Descriptors of

@@ -76,20 +76,22 @@ func (p *packer) add(m Member) error {
 }
 
 // addRun packs the segments of one compressed object, in order, as descriptors of
-// consecutive segments holding up to a quarter of the target's bytes (at least one segment
-// each): they are cut finer than the target so that a reader decodes the next while it
-// emits one (unitSegmentBytes). A descriptor's members are fetched ahead into the reader's
-// part budget, which the segment decoded ahead borrows from: at the default 64 MiB, a
-// descriptor of 64 MiB of segments read a bgzip object at 1.01x a single gzip member, one
-// of 16 MiB at 1.20x (docs/performance.md). The cuts depend on the object alone.
+// unitRunSegments consecutive segments, fewer if they would pass the target's bytes: they
+// are cut finer than the target so that a reader decodes the next while it emits one
+// (unitSegmentBytes). A descriptor's members are fetched ahead into the reader's part
+// budget, which the segment decoded ahead borrows from, so a descriptor holds a few
+// segments, not the target's bytes: at the default 64 MiB, descriptors of 16 segments read
+// a bgzip object at 1.01x a single gzip member on loopback, of 4 at 1.20x. One segment
+// per descriptor fetches too little ahead through a network: 0.82x of the same read
+// unshaped, against 1.05x with 4 (docs/performance.md). The cuts depend on the object
+// alone.
 func (p *packer) addRun(segs []Member) error {
 	if err := p.flush(); err != nil {
 		return err
 	}
 	p.gap = 0
-	limit := p.target / unitRunDivisor
 	for _, m := range segs {
-		if len(p.cur) > 0 && (len(p.cur) >= p.maxMembers || p.curBytes+m.weight() > limit) {
+		if len(p.cur) > 0 && (len(p.cur) >= min(p.maxMembers, unitRunSegments) || p.curBytes+m.weight() > p.target) {
 			if err := p.flush(); err != nil {
 				return err
 			}
@@ -100,9 +102,8 @@ func (p *packer) addRun(segs []Member) error {
 	return p.flush()
 }
 
-// unitRunDivisor divides the target for the descriptors of a compressed object's segments
-// (addRun).
-const unitRunDivisor = 4
+// unitRunSegments is how many of a compressed object's segments a descriptor holds (addRun).
+const unitRunSegments = 4
 
 // memberWeight is a member's share of a target-sized descriptor: its bytes, or, for small
 // objects, at least 2/maxMembers, so that descriptors of tiny objects average half the

@@ -35,7 +35,7 @@ const unitProbesInFlight = 8
 // bundle's restrictions one after another (prism) decodes the segment after the one being
 // emitted into memory (decodedAhead, decodeAhead), so a segment's decoded size, several
 // times its stored one, is what a reader holds ahead; consecutive segments are packed back
-// into descriptors of a quarter of segSize (packer.addRun).
+// into descriptors of unitRunSegments (packer.addRun).
 func unitSegmentBytes(segSize int64) int64 {
 	return max(min(segSize/4, maxUnitSegmentBytes), minSegmentBytes)
 }
