@@ -206,8 +206,10 @@ func TestLookaheadUnderSplitsAndFailures(t *testing.T) {
 	if len(failures) != 1 || failures[0].Key != d2.Members[1].Key || failures[0].Reason != ReasonDeleted {
 		t.Errorf("failures %+v, want %s quarantined as deleted", failures, d2.Members[1].Key)
 	}
-	if st := f.fn.fetcher.Stats(); st.Dropped == 0 {
-		t.Errorf("stats %+v: d2's parts fetched ahead and not taken were not counted as dropped", st)
+	// A part of d2's that had arrived when d3 came is counted as dropped, one still in
+	// flight as a cancelled GET: which, depends on how far the fetch had come.
+	if st := f.fn.fetcher.Stats(); st.Dropped == 0 && st.Cancelled == 0 {
+		t.Errorf("stats %+v: d2's parts fetched ahead and not taken were counted neither as dropped nor as cancelled", st)
 	}
 	f.settled(t)
 }
