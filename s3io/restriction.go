@@ -55,8 +55,8 @@ type resumeHint struct {
 	Seekable bool
 	// Inflate, for a gzip member, is the inflate checkpoint at or before Offset
 	// (decode.Checkpoint.Encode): the read starts with a ranged GET at its stored byte and
-	// decodes only from there. A few varints and the deflated 32 KiB window before it: ~4-10
-	// KiB for logs, at most ~33 KiB.
+	// decodes only from there. What it costs a restriction is in docs/design.md, "Inflate
+	// checkpoints".
 	Inflate string
 }
 

@@ -51,8 +51,8 @@ const maxUnitSegmentBytes = 4 << 20
 // else a probe after each even cut, up to unitProbeBytes after the first and four times as
 // far as the first found its unit after the others (BGZF blocks are a few KiB apart, a
 // concatenation's members maybe MiBs: a probe reads 64 KiB, then twice as much per request,
-// and stops at the first unit it proves). An object whose first cut finds no unit start is taken for one unit and
-// kept whole (nil): one probe is all it costs. A segment's reader decodes its own units and
+// and stops at the first unit it proves). An object whose first cut finds no unit start is
+// taken for one unit and kept whole (nil): one probe is all it costs. A segment's reader decodes its own units and
 // the next one's first record (decode.OpenUnits), so that a record straddling two units or
 // two segments is read once.
 func (p *planner) unitSegments(ctx context.Context, bucket string, m Member, comp decode.Compression, segSize int64, probes *probeStats) []Member {

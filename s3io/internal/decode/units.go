@@ -262,18 +262,17 @@ func (d *Decompressors) OpenUnits(comp Compression, src io.Reader, start, own in
 // unitsStream is OpenUnits' stream: the segment's own units, then the next units' bytes up
 // to their first LF.
 type unitsStream struct {
-	d           *Decompressors
-	comp        Compression
-	start, own  int64
-	more        bool
-	fetched     source // the segment's bytes as fetched, past its own units too
-	lim         io.LimitedReader
-	cnt         storedCounter
-	br          *bufio.Reader
-	member      int64 // stored offset of the gzip member being decoded
-	cur         io.Reader
-	tail, done  bool
-	tailDecoded int64
+	d          *Decompressors
+	comp       Compression
+	start, own int64
+	more       bool
+	fetched    source // the segment's bytes as fetched, past its own units too
+	lim        io.LimitedReader
+	cnt        storedCounter
+	br         *bufio.Reader
+	member     int64 // stored offset of the gzip member being decoded
+	cur        io.Reader
+	tail, done bool
 }
 
 // storedCounter counts the stored bytes read through it.
