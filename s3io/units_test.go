@@ -3,7 +3,6 @@ package s3io
 import (
 	"bytes"
 	"context"
-	"encoding/binary"
 	"fmt"
 	"math/rand/v2"
 	"slices"
@@ -39,25 +38,6 @@ func unitText(n int) ([]byte, []string) {
 	return b.Bytes(), recs
 }
 
-// catTool compresses plain in chunks of chunk bytes (cut anywhere) with the tool, each chunk
-// its own output, concatenated, as `cat a.gz b.gz` is; it returns where each output starts.
-func catTool(t *testing.T, plain []byte, chunk int, tool string, args ...string) (out []byte, starts []int64) {
-	for off := 0; off < len(plain); off += chunk {
-		starts = append(starts, int64(len(out)))
-		out = append(out, clitool.Run(t, plain[off:min(off+chunk, len(plain))], tool, args...)...)
-	}
-	return out, starts
-}
-
-// bgzfBlocks returns the stored offsets of a BGZF file's blocks, walked by their BSIZE.
-func bgzfBlocks(data []byte) []int64 {
-	var starts []int64
-	for off := 0; off+18 <= len(data); off += int(binary.LittleEndian.Uint16(data[off+16:])) + 1 {
-		starts = append(starts, int64(off))
-	}
-	return starts
-}
-
 // unitObject is an object written by a real tool, with the stored offsets where its units
 // start (nil when they are not known to the test).
 type unitObject struct {
@@ -69,10 +49,10 @@ type unitObject struct {
 func unitObjectsOf(t *testing.T, plain []byte) []unitObject {
 	clitool.Need(t, "bgzip", "gzip", "zstd")
 	bg := clitool.Run(t, plain, "bgzip", "-c", "-@", "2")
-	gz, gzStarts := catTool(t, plain, 200<<10, "gzip", "-c")
-	zs, zsStarts := catTool(t, plain, 200<<10, "zstd", "-c", "-q")
+	gz, gzStarts := clitool.RunChunks(t, plain, 200<<10, "gzip", "-c")
+	zs, zsStarts := clitool.RunChunks(t, plain, 200<<10, "zstd", "-c", "-q")
 	return []unitObject{
-		{"bgzip.ndjson.gz", bg, bgzfBlocks(bg)},
+		{"bgzip.ndjson.gz", bg, clitool.BGZFBlocks(t, bg)},
 		{"cat-gzip.ndjson.gz", gz, gzStarts},
 		{"cat-zstd.ndjson.zst", zs, zsStarts},
 		{"seekable.ndjson.zst", s3test.ZstdSeekable(plain, 150<<10, false), nil},

@@ -7,6 +7,7 @@ package clitool
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"os"
@@ -145,4 +146,32 @@ func WriteFiles(t testing.TB, files map[string]string) string {
 		}
 	}
 	return dir
+}
+
+// RunChunks compresses data in chunks of chunk bytes (cut anywhere, not at records) with the
+// tool, one output per chunk, concatenated as `cat a.gz b.gz` concatenates them, and returns
+// the stored offset where each output starts: the units of a multi-unit object, known
+// exactly.
+func RunChunks(t testing.TB, data []byte, chunk int, name string, args ...string) (out []byte, starts []int64) {
+	t.Helper()
+	for off := 0; off < len(data); off += chunk {
+		starts = append(starts, int64(len(out)))
+		out = append(out, Run(t, data[off:min(off+chunk, len(data))], name, args...)...)
+	}
+	return out, starts
+}
+
+// BGZFBlocks returns the stored offsets of the blocks of a file bgzip wrote, walked by their
+// BSIZE fields; it fails t at bytes that are not a BGZF block.
+func BGZFBlocks(t testing.TB, data []byte) []int64 {
+	t.Helper()
+	var starts []int64
+	for off := 0; off < len(data); {
+		if len(data)-off < 18 || data[off] != 0x1f || data[off+12] != 'B' || data[off+13] != 'C' {
+			t.Fatalf("no BGZF block at %d", off)
+		}
+		starts = append(starts, int64(off))
+		off += int(binary.LittleEndian.Uint16(data[off+16:])) + 1
+	}
+	return starts
 }

@@ -17,7 +17,7 @@ import (
 func TestInflateCheckpointsResume(t *testing.T) {
 	text, _ := unitLines(30000) // ~5.5 MiB
 	plain := []byte(text)
-	cat, _ := concatUnits(t, plain, 2<<20, "gzip", "-c")
+	cat, _ := clitool.RunChunks(t, plain, 2<<20, "gzip", "-c")
 	for _, o := range []struct {
 		name string
 		data []byte

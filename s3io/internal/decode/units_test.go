@@ -38,29 +38,6 @@ func unitLines(n int) (string, []string) {
 	return b.String(), lines
 }
 
-// concatUnits compresses data in chunks of chunk bytes (cut anywhere, not at lines) with the
-// command-line tool, one output per chunk, concatenated: the unit starts are known exactly.
-func concatUnits(t *testing.T, data []byte, chunk int, tool string, args ...string) (out []byte, starts []int64) {
-	for off := 0; off < len(data); off += chunk {
-		starts = append(starts, int64(len(out)))
-		out = append(out, clitool.Run(t, data[off:min(off+chunk, len(data))], tool, args...)...)
-	}
-	return out, starts
-}
-
-// bgzfStarts walks a BGZF file's blocks by their BSIZE fields.
-func bgzfStarts(t *testing.T, data []byte) []int64 {
-	var starts []int64
-	for off := 0; off < len(data); {
-		if len(data)-off < 18 || data[off] != 0x1f || data[off+12] != 'B' || data[off+13] != 'C' {
-			t.Fatalf("no BGZF block at %d", off)
-		}
-		starts = append(starts, int64(off))
-		off += int(binary.LittleEndian.Uint16(data[off+16:])) + 1
-	}
-	return starts
-}
-
 // unitObjects are objects made of units by real tools, with their units' stored offsets.
 func unitObjects(t *testing.T, plain []byte) []struct {
 	name   string
@@ -70,15 +47,15 @@ func unitObjects(t *testing.T, plain []byte) []struct {
 } {
 	clitool.Need(t, "bgzip", "gzip", "zstd", "pzstd")
 	bg := clitool.Run(t, plain, "bgzip", "-c")
-	gz, gzStarts := concatUnits(t, plain, 300<<10, "gzip", "-c")
-	zs, zsStarts := concatUnits(t, plain, 300<<10, "zstd", "-c", "-q")
+	gz, gzStarts := clitool.RunChunks(t, plain, 300<<10, "gzip", "-c")
+	zs, zsStarts := clitool.RunChunks(t, plain, 300<<10, "zstd", "-c", "-q")
 	return []struct {
 		name   string
 		comp   Compression
 		data   []byte
 		starts []int64
 	}{
-		{"bgzip", Gzip, bg, bgzfStarts(t, bg)},
+		{"bgzip", Gzip, bg, clitool.BGZFBlocks(t, bg)},
 		{"cat gzip", Gzip, gz, gzStarts},
 		{"cat zstd", Zstd, zs, zsStarts},
 	}
