@@ -109,6 +109,13 @@ type childJob struct {
 	SplitTargetBytes        int64  // s3io's; 0: its default
 }
 
+// s3ioConfig is the Config of the s3io variants: every field at its default but the
+// buffers and the split target the flags set.
+func (j *childJob) s3ioConfig() s3io.Config {
+	return s3io.Config{Bucket: j.Bucket, Prefix: j.Prefix + "/", Endpoint: j.Endpoint, UsePathStyle: true, Region: "us-east-1",
+		ReadBufferBytes: j.ReadBufferBytes, WorkerBufferBytes: j.WorkerBufferBytes, SplitTargetBytes: j.SplitTargetBytes}
+}
+
 // childMain runs one variant over one prefix and writes its result file.
 func childMain(args []string) int {
 	var j childJob
@@ -163,12 +170,9 @@ func (j *childJob) run(ctx context.Context, res *childResult) error {
 	p, s := beam.NewPipelineWithRoot()
 	switch j.Variant {
 	case variantS3io, variantS3ioUnshaped, variantS3ioDirect, variantIdle:
-		// Every other field at its default (ReadBufferBytes unless --read-buffer): the
-		// defaults are what is measured.
-		cfg := s3io.Config{Bucket: j.Bucket, Prefix: j.Prefix + "/", Endpoint: j.Endpoint, UsePathStyle: true, Region: "us-east-1", ReadBufferBytes: j.ReadBufferBytes, WorkerBufferBytes: j.WorkerBufferBytes, SplitTargetBytes: j.SplitTargetBytes}
-		beam.ParDo0(s, &countRecordsFn{}, s3io.Read(s, cfg))
+		beam.ParDo0(s, &countRecordsFn{}, s3io.Read(s, j.s3ioConfig()))
 	case variantS3ioBatches:
-		readBatches(s, s3io.Config{Bucket: j.Bucket, Prefix: j.Prefix + "/", Endpoint: j.Endpoint, UsePathStyle: true, Region: "us-east-1", ReadBufferBytes: j.ReadBufferBytes, WorkerBufferBytes: j.WorkerBufferBytes, SplitTargetBytes: j.SplitTargetBytes})
+		readBatches(s, j.s3ioConfig())
 	case variantTextio:
 		beam.ParDo0(s, &countLinesFn{}, textio.Read(s, "s3://"+j.Bucket+"/"+j.Prefix+"/*"))
 	case variantFloor:

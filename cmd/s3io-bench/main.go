@@ -193,22 +193,17 @@ func parseOptions(args []string) (*options, error) {
 	}
 	o.size, err1 = parseSize(*size)
 	o.objectSize, err2 = parseSize(*objectSize)
-	if *readBuffer != "" {
-		var err error
-		if o.readBuffer, err = parseSize(*readBuffer); err != nil {
-			return nil, fmt.Errorf("--read-buffer: %w", err)
+	for _, f := range []struct {
+		name string
+		val  string
+		dst  *int64
+	}{{"read-buffer", *readBuffer, &o.readBuffer}, {"worker-buffer", *workerBuffer, &o.workerBuffer}, {"split-target", *splitTarget, &o.splitTarget}} {
+		if f.val == "" {
+			continue // the Config's default
 		}
-	}
-	if *workerBuffer != "" {
 		var err error
-		if o.workerBuffer, err = parseSize(*workerBuffer); err != nil {
-			return nil, fmt.Errorf("--worker-buffer: %w", err)
-		}
-	}
-	if *splitTarget != "" {
-		var err error
-		if o.splitTarget, err = parseSize(*splitTarget); err != nil {
-			return nil, fmt.Errorf("--split-target: %w", err)
+		if *f.dst, err = parseSize(f.val); err != nil {
+			return nil, fmt.Errorf("--%s: %w", f.name, err)
 		}
 	}
 	o.variants, err3 = parseList("variant", *variants, knownVariants)
