@@ -47,14 +47,6 @@ func (g *Gets) Open(ctx context.Context, o Object, pos, end int64) *PinnedReader
 	return &PinnedReader{ctx: ctx, g: g, obj: o, pos: pos, end: end}
 }
 
-// ReadPrefix returns the first n bytes of o (fewer if o is shorter), read pinned like any
-// other read: what the planner probes for magic bytes is what the readers will get.
-func (g *Gets) ReadPrefix(ctx context.Context, o Object, n int64) ([]byte, error) {
-	r := g.Open(ctx, o, 0, min(n, o.Size))
-	defer r.Close()
-	return io.ReadAll(r)
-}
-
 // OpenWindowed returns a reader of the bytes [pos, end) of o whose requests cover window
 // bytes each: a segment needs its own range plus the tail of the record that straddles its
 // end, not the rest of the object, and a planner's probe for a unit start the few KiB it
