@@ -41,9 +41,9 @@ type Checkpoint struct {
 // checkpointVersion starts an encoded checkpoint, so that a format change cannot be misread.
 const checkpointVersion = 1
 
-// Encode returns cp as a compact string: a few varints and the window deflated (32 KiB of
-// logs deflate to ~3-10 KiB), in base64, since a runner may decode a restriction's schema
-// row and read its strings as UTF-8. It is what a restriction's resume hint carries.
+// Encode returns cp as a compact string: a few varints and the window deflated, in base64,
+// since a runner may decode a restriction's schema row and read its strings as UTF-8. It is
+// what a restriction's resume hint carries (its size: docs/design.md, "Inflate checkpoints").
 func (cp Checkpoint) Encode() string {
 	b := []byte{checkpointVersion, cp.Bit}
 	if cp.Member {
