@@ -56,9 +56,12 @@ func (s *packSink) take(ctx context.Context, page []selected, st *PlanStats) err
 // unit starts, seek tables), from the goroutines that probe a page's objects at once.
 type probeStats struct{ gets, bytes atomic.Int64 }
 
-// close closes r, counting what it transferred.
+// close closes r, counting what it cost: its requests, and the bytes they asked for (or
+// received, when a server sent more), since a probe that stops early was sent most of its
+// last request anyway.
 func (c *probeStats) close(r *fetch.PinnedReader) {
 	g, b := r.Transferred()
+	b = max(b, r.Requested())
 	c.gets.Add(int64(g))
 	c.bytes.Add(b)
 	r.Close()

@@ -19,7 +19,8 @@ type PlanStats struct {
 	// ListRequests counts the ListObjectsV2 requests sent: pages and delimiter probes.
 	ListRequests int64
 	// ProbeRequests and ProbeBytes count the pinned GETs the planner sent to decide how to
-	// cut large objects into segments, and the bytes they received: a magic-byte probe of a
+	// cut large objects into segments, and the bytes they asked for (or received, if more):
+	// a magic-byte probe of a
 	// large object without a compressed extension, a compressed object's probes for unit
 	// starts, a seekable zstd object's seek table.
 	ProbeRequests, ProbeBytes int64

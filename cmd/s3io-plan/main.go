@@ -379,7 +379,7 @@ type Estimate struct {
 	GetRequests      int64 `json:"get_requests"`
 	PartBytes        int64 `json:"part_bytes"`
 	PlanProbeGets    int64 `json:"plan_probe_gets"`  // GETs of planning (PlanStats.ProbeRequests), not in GetRequests
-	PlanProbeBytes   int64 `json:"plan_probe_bytes"` // what they received (PlanStats.ProbeBytes)
+	PlanProbeBytes   int64 `json:"plan_probe_bytes"` // what they asked for (PlanStats.ProbeBytes)
 	ListRequests     int64 `json:"list_requests"`
 	BytesTransferred int64 `json:"bytes_transferred"`
 }

@@ -57,12 +57,13 @@ func (g *Gets) OpenWindowed(ctx context.Context, o Object, pos, end, window int6
 	return r
 }
 
-// OpenGrowing is OpenWindowed with windows that double from first after each request: a
-// probe that finds what it looks for early costs one small request, one that must look far
-// a few requests, not one per window.
-func (g *Gets) OpenGrowing(ctx context.Context, o Object, pos, end, first int64) *PinnedReader {
+// OpenGrowing is OpenWindowed with windows that double from first after each request, up
+// to most: a probe that finds what it looks for early costs one small request, one that
+// must look far a few requests, not one per window, and what the last request asks past
+// what the probe reads stays under most.
+func (g *Gets) OpenGrowing(ctx context.Context, o Object, pos, end, first, most int64) *PinnedReader {
 	r := g.OpenWindowed(ctx, o, pos, end, first)
-	r.grow = true
+	r.grow, r.most = true, max(most, first)
 	return r
 }
 
@@ -83,7 +84,8 @@ type PinnedReader struct {
 	// window, when > 0, ends each request window bytes after its first byte instead of at
 	// end (see OpenWindowed).
 	window int64
-	grow   bool // the window doubles after each request (OpenGrowing)
+	grow   bool  // the window doubles after each request (OpenGrowing), up to most
+	most   int64 // the largest window a growing reader asks for
 
 	body     io.ReadCloser
 	cancel   context.CancelFunc // ends the current request
@@ -99,6 +101,7 @@ type PinnedReader struct {
 	gets         int   // GET requests made
 	resumes      int   // requests made to resume a broken body
 	received     int64 // body bytes received
+	requested    int64 // bytes the requests' ranges asked for
 	rangeIgnored int   // ranged GETs answered with the whole object
 	// firstByte is how long the first request took to answer: the request latency a part
 	// pays before its body flows.
@@ -120,6 +123,7 @@ func (r *PinnedReader) request(limit int64) error {
 		in.ChecksumMode = types.ChecksumModeEnabled
 	}
 	r.gets++
+	r.requested += limit - r.pos
 	ctx, cancel := context.WithCancel(r.ctx)
 	asked := time.Now()
 	out, err := r.g.client.GetObject(ctx, in)
@@ -201,7 +205,7 @@ func (r *PinnedReader) Read(p []byte) (int, error) {
 		case err == io.EOF && r.pos >= r.reqEnd:
 			r.Close()
 			if r.grow {
-				r.window *= 2
+				r.window = min(2*r.window, r.most)
 			}
 			if n > 0 {
 				return n, nil
@@ -289,6 +293,11 @@ func isConnReset(err error) bool {
 // Transferred returns the GET requests the reader made and the body bytes it received,
 // those a server sent and the read dropped included: what the reads cost.
 func (r *PinnedReader) Transferred() (gets int, received int64) { return r.gets, r.received }
+
+// Requested returns the bytes the reader's requests asked for. A reader closed before its
+// last body ends has received less, but the server was asked for, and over a network with
+// any delay has sent, most of it: what a probe that stops early costs.
+func (r *PinnedReader) Requested() int64 { return r.requested }
 
 // Close ends the current request, if any.
 func (r *PinnedReader) Close() error {

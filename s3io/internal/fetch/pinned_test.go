@@ -13,11 +13,12 @@ import (
 	"github.com/spate-io/beam-s3/internal/faultproxy"
 )
 
-// A growing read asks for windows that double: 4 KiB, 8 KiB, ... up to the range's end.
+// A growing read asks for windows that double, 4 KiB, 8 KiB, ..., up to its largest and the
+// range's end; a read closed early counts the bytes it received and those it asked for.
 func TestOpenGrowingDoublesItsWindows(t *testing.T) {
 	fx := newFixture(t, 100_000, 100_000, 1, []int{100_000})
 	o := fx.objects[0]
-	r := fx.gets.OpenGrowing(context.Background(), o, 1000, 60_000, 4096)
+	r := fx.gets.OpenGrowing(context.Background(), o, 1000, 60_000, 4096, 12288)
 	got, err := io.ReadAll(r)
 	r.Close()
 	if err != nil || !bytes.Equal(got, fx.data[0][1000:60_000]) {
@@ -27,12 +28,21 @@ func TestOpenGrowingDoublesItsWindows(t *testing.T) {
 	for _, q := range fx.srv.Requests(o.Key) {
 		ranges = append(ranges, q.Range)
 	}
-	want := []string{"bytes=1000-5095", "bytes=5096-13287", "bytes=13288-29671", "bytes=29672-59999"}
+	want := []string{"bytes=1000-5095", "bytes=5096-13287", "bytes=13288-25575", "bytes=25576-37863", "bytes=37864-50151", "bytes=50152-59999"}
 	if fmt.Sprint(ranges) != fmt.Sprint(want) {
 		t.Errorf("ranges %v, want %v", ranges, want)
 	}
-	if g, b := r.Transferred(); g != 4 || b != 59_000 {
-		t.Errorf("Transferred() = %d GETs, %d bytes; want 4, 59000", g, b)
+	if g, b := r.Transferred(); g != 6 || b != 59_000 || r.Requested() != 59_000 {
+		t.Errorf("Transferred() = %d GETs, %d bytes, Requested() %d; want 6, 59000, 59000", g, b, r.Requested())
+	}
+
+	early := fx.gets.OpenGrowing(context.Background(), o, 0, o.Size, 4096, 12288)
+	if _, err := io.ReadFull(early, make([]byte, 5000)); err != nil {
+		t.Fatal(err)
+	}
+	early.Close()
+	if g, b := early.Transferred(); g != 2 || b != 5000 || early.Requested() != 4096+8192 {
+		t.Errorf("closed after 5000 bytes: %d GETs, %d bytes received, %d requested; want 2, 5000, %d", g, b, early.Requested(), 4096+8192)
 	}
 }
 
