@@ -58,14 +58,13 @@ type probeStats struct{ gets, bytes atomic.Int64 }
 
 // close closes r, counting what it cost: its requests, and the bytes they asked for (or
 // received, when a server sent more), since a probe that stops early was sent most of its
-// last request anyway. It returns the bytes counted.
-func (c *probeStats) close(r *fetch.PinnedReader) int64 {
+// last request anyway.
+func (c *probeStats) close(r *fetch.PinnedReader) {
 	g, b := r.Transferred()
 	b = max(b, r.Requested())
 	c.gets.Add(int64(g))
 	c.bytes.Add(b)
 	r.Close()
-	return b
 }
 
 func (s *packSink) finish() error { return s.pk.flush() }
