@@ -178,7 +178,7 @@ type Config struct {
 	// a descriptor of several objects holds at least about SplitTargetBytes/e of them,
 	// unless a bound cut it, and never more than 4×SplitTargetBytes; an object over that
 	// bound gets a descriptor of its own, and a large uncompressed object is cut into
-	// segments of at most SplitTargetBytes. A larger gzip or zstd object made of units is cut
+	// segments of at most SplitTargetBytes. A larger gzip, zstd or bzip2 object made of units is cut
 	// at unit starts into segments of a quarter of it (at most 4 MiB stored), so that a reader
 	// decodes the next while it emits one, and consecutive segments share descriptors four at
 	// a time (the members of a descriptor are fetched ahead into the memory the segment

@@ -23,9 +23,9 @@ type Member struct {
 	// framed by a self-synchronising framer (lines, ndjson) are segmented, because only
 	// there can a reader find the first record boundary after an arbitrary byte.
 	Start, End int64
-	// Codec, for a segment of a compressed object, names its compression ("gzip", "zstd"):
-	// such an object is cut at unit starts (gzip members, zstd frames) the planner proved by
-	// decoding, so Start and End are stored offsets where units begin, and the segment owns
+	// Codec, for a segment of a compressed object, names its compression ("gzip", "zstd",
+	// "bzip2"): such an object is cut at unit starts (gzip members, zstd frames, bzip2
+	// streams) the planner proved, so Start and End are stored offsets where units begin, and the segment owns
 	// the records that start after its first unit's first byte (or at it, for the first
 	// segment) and at or before the next segment's. Empty for an uncompressed segment and a
 	// whole object.

@@ -74,8 +74,9 @@
 // positions, so a runner can checkpoint and split a descriptor between records, and a read
 // resumed inside an uncompressed object starts with a ranged GET at its next record, one
 // inside a gzip object at the inflate checkpoint before it (Config.CheckpointBytes). Large
-// uncompressed objects, and large gzip and zstd objects made of units (BGZF, concatenated
-// members, pzstd, the zstd seekable format), are read as parallel segments (Member.Codec).
+// uncompressed objects, and large gzip, zstd and bzip2 objects made of units (BGZF,
+// concatenated members, pzstd, the zstd seekable format, pbzip2), are read as parallel
+// segments (Member.Codec).
 // Each reader fetches ahead, many ranged
 // GETs in flight within a memory bound, and decodes the next object on another goroutine
 // while the current one is emitted. The design notes and measurements are in the

@@ -10,9 +10,9 @@ import "github.com/apache/beam/sdks/v2/go/pkg/beam"
 //	objects_skipped                  listed objects Match or the time window left out
 //	objects_skipped_archived         archived objects Config.SkipArchived left out
 //	segments_planned                 members that are segments of large objects (uncompressed,
-//	                                 or gzip and zstd cut at their units)
+//	                                 or gzip, zstd and bzip2 cut at their units)
 //	probe_requests, probe_bytes      the planner's GETs to decide how to cut large objects (magic
-//	                                 bytes, unit starts, seek tables), and the bytes received
+//	                                 bytes, unit starts, seek tables), and the bytes asked for
 //	restrictions_read                restrictions processed: descriptors, initial splits, residuals
 //	objects                          objects whose reading began (each once, however segmented or split)
 //	gets                             GET requests made

@@ -75,8 +75,8 @@ func (s *packSink) report(ctx context.Context, where string, st *PlanStats, took
 }
 
 // segmentable returns, for each member, the segments it is cut into, or nil to keep it
-// whole: large uncompressed objects are cut at even byte offsets, large gzip and zstd
-// objects at unit starts the planner finds (unitSegments), in both cases only under a
+// whole: large uncompressed objects are cut at even byte offsets, large gzip, zstd and
+// bzip2 objects at unit starts the planner finds (unitSegments), in both cases only under a
 // self-synchronising framer. The probes (magic bytes, unit starts, a seek table) run
 // ListParallelism objects at a time: one after another, a prefix of thousands of large
 // objects would cost a request's latency per object to plan.

@@ -25,7 +25,7 @@ type PlanStats struct {
 	// starts, a seekable zstd object's seek table.
 	ProbeRequests, ProbeBytes int64
 	// Objects and Bytes are what was planned; Segments the members that are segments of
-	// large objects (uncompressed, or gzip and zstd cut at their units).
+	// large objects (uncompressed, or gzip, zstd and bzip2 cut at their units).
 	Objects, Bytes int64
 	Descriptors    int64
 	Segments       int64
@@ -70,7 +70,7 @@ func (p *planner) plan(ctx context.Context, bucket, prefix string, emit func(Spl
 // under it that Match, StartAfter and the time window select, sorted by key and packed into
 // descriptors of about cfg.SplitTargetBytes. An uncompressed object larger than that,
 // framed by lines or ndjson, is cut into segments that are read in parallel, and so is a
-// gzip or zstd object made of units (cut at unit starts, Member.Codec); other objects stay
+// gzip, zstd or bzip2 object made of units (cut at unit starts, Member.Codec); other objects stay
 // whole. Listing runs on a worker when the pipeline runs, with the worker's AWS
 // credentials, cfg.ListParallelism requests at a time, and descriptors leave the planner as
 // their key range is listed. Replanning an unchanged prefix yields the same descriptors and

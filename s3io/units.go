@@ -51,9 +51,10 @@ func unitSegmentBytes(segSize int64) int64 {
 // segments the segment decoded ahead ran out of credit, and the second core idled).
 const maxUnitSegmentBytes = 4 << 20
 
-// unitSegments cuts a large gzip or zstd object m into segments of about segSize stored
-// bytes, each starting at a unit (a gzip member, a zstd frame) whose start is proven by
-// decoding it: a zstd seek table's frames when the object ends with one (seekable format),
+// unitSegments cuts a large gzip, zstd or bzip2 object m into segments of about segSize
+// stored bytes, each starting at a unit (a gzip member, a zstd frame, a bzip2 stream) whose
+// start is proven (decode.FindUnit: by decoding it, or for bzip2 by the previous stream's
+// end right before it): a zstd seek table's frames when the object ends with one (seekable format),
 // else a probe after each even cut, up to unitProbeBytes after the first and four times as
 // far as the first found its unit after the others (BGZF blocks are a few KiB apart, a
 // concatenation's members maybe MiBs: a probe reads 64 KiB, then twice as much per request,

@@ -47,19 +47,26 @@ type unitObject struct {
 }
 
 func unitObjectsOf(t *testing.T, plain []byte) []unitObject {
-	clitool.Need(t, "bgzip", "gzip", "zstd")
+	clitool.Need(t, "bgzip", "gzip", "zstd", "pbzip2", "bzip2")
 	bg := clitool.Run(t, plain, "bgzip", "-c", "-@", "2")
 	gz, gzStarts := clitool.RunChunks(t, plain, 200<<10, "gzip", "-c")
 	zs, zsStarts := clitool.RunChunks(t, plain, 200<<10, "zstd", "-c", "-q")
+	// pbzip2 -b1 writes a bzip2 -9 stream per 100,000 bytes: those chunks' outputs, cat'ed.
+	pb := clitool.Run(t, plain, "pbzip2", "-b1", "-p2", "-c")
+	pbChunks, pbStarts := clitool.RunChunks(t, plain, 100_000, "bzip2", "-9", "-c")
+	if !bytes.Equal(pb, pbChunks) {
+		t.Fatal("pbzip2 -b1 did not write the bzip2 -9 streams of its 100,000-byte chunks")
+	}
 	return []unitObject{
 		{"bgzip.ndjson.gz", bg, clitool.BGZFBlocks(t, bg)},
 		{"cat-gzip.ndjson.gz", gz, gzStarts},
 		{"cat-zstd.ndjson.zst", zs, zsStarts},
 		{"seekable.ndjson.zst", s3test.ZstdSeekable(plain, 150<<10, false), nil},
+		{"pbzip2.ndjson.bz2", pb, pbStarts},
 	}
 }
 
-// unitsFixture stores the tool-written objects and a single-member gzip and zstd object of
+// unitsFixture stores the tool-written objects and a single-unit gzip, zstd and bzip2 object of
 // the same records on an in-process S3 server.
 func unitsFixture(t *testing.T) (*s3test.Server, []unitObject, []string) {
 	plain, recs := unitText(8000) // ~2 MiB
@@ -68,7 +75,8 @@ func unitsFixture(t *testing.T) (*s3test.Server, []unitObject, []string) {
 	objs := unitObjectsOf(t, plain)
 	objs = append(objs,
 		unitObject{"single.ndjson.gz", clitool.Run(t, plain, "gzip", "-c"), []int64{0}},
-		unitObject{"single.ndjson.zst", clitool.Run(t, plain, "zstd", "-c", "-q"), []int64{0}})
+		unitObject{"single.ndjson.zst", clitool.Run(t, plain, "zstd", "-c", "-q"), []int64{0}},
+		unitObject{"single.ndjson.bz2", clitool.Run(t, plain, "bzip2", "-c"), []int64{0}}) // one stream of 900 kB blocks
 	for _, o := range objs {
 		srv.Put(t, "units", o.key, o.data)
 	}
@@ -111,7 +119,7 @@ func TestCompressedObjectsPlannedAtUnits(t *testing.T) {
 	// A single-member object costs one probe: from the first cut, through unitProbeBytes
 	// and the proof's slack, in requests of 64 KiB, 128 KiB, 256 KiB, 256 KiB, ... (6); a zstd one
 	// first the suffix GET that finds no seek table.
-	for _, o := range objs[len(objs)-2:] {
+	for _, o := range objs[len(objs)-3:] {
 		var probe []s3test.Request
 		for _, r := range srv.Requests(o.key) {
 			a, b, _ := parseRange(r.Range)

@@ -3,6 +3,7 @@ package decode
 import (
 	"bufio"
 	"bytes"
+	"compress/bzip2"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -13,15 +14,17 @@ import (
 )
 
 // A compressed object made of independent units — gzip members (concatenated .gz files,
-// BGZF, WARC) or zstd frames (pzstd, the seekable format, concatenated .zst files) — can be
-// decoded from the first byte of any of its units. The planner finds unit starts (FindUnit,
+// BGZF, WARC), zstd frames (pzstd, the seekable format, concatenated .zst files) or bzip2
+// streams (pbzip2, concatenated .bz2 files) — can be decoded from the first byte of any of
+// its units. The planner finds unit starts (FindUnit,
 // ZstdSeekTable) and cuts the object there; a segment's reader decodes its own units and then
 // the start of the next one, up to the end of the record in progress (OpenUnits).
 
 // UnitsSegmentable reports whether objects compressed with c are made of units a reader can
-// start at: gzip members and zstd frames. bzip2 streams and xz blocks are not cut (yet): the
-// former are not byte-aligned inside a stream, the latter need the xz index to find.
-func UnitsSegmentable(c Compression) bool { return c == Gzip || c == Zstd }
+// start at: gzip members, zstd frames and bzip2 streams (pbzip2 writes one per 900 kB
+// block; the blocks inside a stream are not byte-aligned, so a one-stream file is one unit).
+// xz blocks are not cut (yet): they need the xz index to find.
+func UnitsSegmentable(c Compression) bool { return c == Gzip || c == Zstd || c == Bzip2 }
 
 // unitProofBytes is how much a candidate unit must decode without error to count as a unit
 // start, unless it ends cleanly before (a gzip member whose CRC and length check, or the
@@ -47,8 +50,11 @@ func FindUnit(c Compression, r io.Reader, window int, maxWindow int64) (off int6
 		}
 	}()
 	magic := gzipMagic
-	if c == Zstd {
+	switch c {
+	case Zstd:
 		magic = zstdMagic
+	case Bzip2:
+		magic = bzip2Magic
 	}
 	for i := 0; i < window; i++ {
 		if err := p.fill(i + len(magic) + 1); err != nil {
@@ -67,9 +73,12 @@ func FindUnit(c Compression, r io.Reader, window int, maxWindow int64) (off int6
 			break
 		}
 		var ok bool
-		if c == Gzip {
+		switch c {
+		case Gzip:
 			ok, err = p.proveGzip(i)
-		} else {
+		case Bzip2:
+			ok, err = p.proveBzip2(i)
+		default:
 			if zs == nil {
 				zs, err = zstd.NewReader(nil, zstd.WithDecoderConcurrency(1), zstd.WithDecoderMaxWindow(uint64(max(maxWindow, 1<<20))))
 				if err != nil {
@@ -160,6 +169,52 @@ func (p *probe) proveGzip(i int) (bool, error) {
 	return p.proof(zr)
 }
 
+// bzip2's block and end-of-stream magic numbers, 48 bits each (the digits of pi and of its
+// square root).
+const (
+	bzip2BlockMagic = 0x314159265359
+	bzip2EndMagic   = 0x177245385090
+)
+
+// proveBzip2 checks the stream that would start at offset i from both sides: its header
+// ("BZh", a level, then a block's or the end's 48-bit magic) and, right before it, the
+// previous stream's end (the 48-bit end magic and 32-bit CRC, then 0-7 bits of padding to
+// the byte boundary). Decoding is no cheaper proof for bzip2: a block yields no byte until
+// all of it (up to 900 kB) is read, so each cut would cost a block. A wrong cut cannot make
+// up records either way: the reader checks every block's and stream's CRC. A candidate
+// fewer than 11 bytes past the probe's start, whose previous end the probe did not read,
+// is passed over.
+func (p *probe) proveBzip2(i int) (bool, error) {
+	if i < 11 {
+		return false, nil
+	}
+	if err := p.fill(i + 10); err != nil {
+		return false, p.sourceErr()
+	}
+	h := p.buf[i : i+10]
+	if h[3] < '1' || h[3] > '9' {
+		return false, nil
+	}
+	if m := uint64(h[4])<<40 | uint64(h[5])<<32 | uint64(binary.BigEndian.Uint32(h[6:])); m != bzip2BlockMagic && m != bzip2EndMagic {
+		return false, nil
+	}
+	// The 88 bits before i, as one number: the end magic ends 32 + pad bits before i.
+	var prev uint64
+	var prevHi uint32
+	b := p.buf[i-11 : i]
+	prevHi = uint32(b[0])<<16 | uint32(b[1])<<8 | uint32(b[2])
+	prev = binary.BigEndian.Uint64(b[3:])
+	for pad := uint(0); pad < 8; pad++ {
+		// bits [88-(80+pad), 88-(32+pad)) of the 88: shift the 88-bit value right by 32+pad.
+		shift := 32 + pad
+		v := prev>>shift | uint64(prevHi)<<(64-shift)
+		if v&(1<<48-1) == bzip2EndMagic {
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
 // proveZstd decodes the frames that would start at offset i.
 func (p *probe) proveZstd(zs *zstd.Decoder, i int) (bool, error) {
 	if err := zs.Reset(p.from(i)); err != nil {
@@ -245,7 +300,7 @@ func ZstdSeekTable(tail []byte, size int64) (starts []int64, need int, ok bool) 
 // them is the object's next units, decoded only up to and including the first LF, which
 // ends the record in progress at the segment's end. start is the segment's stored offset,
 // named in errors: a corrupt unit fails as ErrCorrupt with the stored offset of the gzip
-// member it is in (for zstd, of the segment and of the bytes read when it failed).
+// member it is in (for zstd and bzip2, of the segment and of the bytes read when it failed).
 func (d *Decompressors) OpenUnits(comp Compression, src io.Reader, start, own int64, more bool) (io.Reader, error) {
 	if !UnitsSegmentable(comp) {
 		return nil, fmt.Errorf("s3io: %s objects are not cut at units", comp)
@@ -294,8 +349,15 @@ func (u *unitsStream) openOwn() error {
 	// A buffer of the segment's own, not the decoders' shared one: zstd's Open buffers its
 	// walker with that. gzip reads a *bufio.Reader through its fast path.
 	u.br = bufio.NewReaderSize(&u.cnt, 64<<10)
-	if u.comp == Gzip {
+	switch u.comp {
+	case Gzip:
 		return u.nextMember(true)
+	case Bzip2:
+		// The standard library's reader decodes the concatenated streams to the end of the
+		// own bytes, reading them a byte at a time from u.br (an io.ByteReader), so that
+		// endOwn sees exactly what it left.
+		u.cur = bzip2.NewReader(u.br)
+		return nil
 	}
 	s, _, err := u.d.Open(Zstd, "", u.br)
 	if err != nil {
@@ -362,8 +424,8 @@ func (u *unitsStream) Read(p []byte) (int, error) {
 			}
 			continue
 		}
-		if u.comp == Gzip && err != nil && err != io.EOF {
-			err = decodeError("gzip", err, &u.fetched)
+		if u.comp != Zstd && err != nil && err != io.EOF {
+			err = decodeError(string(u.comp), err, &u.fetched)
 		}
 		if err != io.EOF {
 			return n, u.unitError(err)

@@ -45,10 +45,11 @@ func unitObjects(t *testing.T, plain []byte) []struct {
 	data   []byte
 	starts []int64
 } {
-	clitool.Need(t, "bgzip", "gzip", "zstd", "pzstd")
+	clitool.Need(t, "bgzip", "gzip", "zstd", "pzstd", "pbzip2", "bzip2")
 	bg := clitool.Run(t, plain, "bgzip", "-c")
 	gz, gzStarts := clitool.RunChunks(t, plain, 300<<10, "gzip", "-c")
 	zs, zsStarts := clitool.RunChunks(t, plain, 300<<10, "zstd", "-c", "-q")
+	pb, pbStarts := pbzip2Streams(t, plain)
 	return []struct {
 		name   string
 		comp   Compression
@@ -58,7 +59,22 @@ func unitObjects(t *testing.T, plain []byte) []struct {
 		{"bgzip", Gzip, bg, clitool.BGZFBlocks(t, bg)},
 		{"cat gzip", Gzip, gz, gzStarts},
 		{"cat zstd", Zstd, zs, zsStarts},
+		{"pbzip2", Bzip2, pb, pbStarts},
 	}
+}
+
+// pbzip2Streams returns what `pbzip2 -b1` writes of plain, and where its streams start:
+// pbzip2 compresses each 100,000 bytes (-b1) as a bzip2 -9 stream of its own, so its output
+// is byte for byte the concatenated `bzip2 -9` outputs of those chunks, whose starts
+// RunChunks knows.
+func pbzip2Streams(t *testing.T, plain []byte) ([]byte, []int64) {
+	t.Helper()
+	pb := clitool.Run(t, plain, "pbzip2", "-b1", "-p2", "-c")
+	chunks, starts := clitool.RunChunks(t, plain, 100_000, "bzip2", "-9", "-c")
+	if !bytes.Equal(pb, chunks) {
+		t.Fatal("pbzip2 -b1 did not write the bzip2 -9 streams of its 100,000-byte chunks: the stream starts are unknown")
+	}
+	return pb, starts
 }
 
 // FindUnit finds, from any cut, exactly the next unit start within its window, in objects
@@ -93,7 +109,8 @@ func TestFindUnit(t *testing.T) {
 	for _, single := range []struct {
 		comp Compression
 		data []byte
-	}{{Gzip, clitool.Run(t, plain, "gzip", "-c")}, {Zstd, clitool.Run(t, plain, "zstd", "-c", "-q")}} {
+	}{{Gzip, clitool.Run(t, plain, "gzip", "-c")}, {Zstd, clitool.Run(t, plain, "zstd", "-c", "-q")},
+		{Bzip2, clitool.Run(t, plain, "bzip2", "-1", "-c")}} { // one stream of 100 kB blocks
 		for cut := int64(1); cut < int64(len(single.data)); cut += 37 << 10 {
 			if off, found, err := FindUnit(single.comp, bytes.NewReader(single.data[cut:]), 1<<20, DefaultMaxWindow); err != nil || found {
 				t.Fatalf("%s single unit, cut %d: found=%v at %d, err %v", single.comp, cut, found, off, err)
@@ -234,5 +251,18 @@ func TestOpenUnitsCorrupt(t *testing.T) {
 	}
 	if _, err := readSegments(t, Gzip, o.data, []int64{o.starts[1] + 100}); !errors.Is(err, ErrCorrupt) {
 		t.Fatalf("cut inside a member: %v", err)
+	}
+
+	pb := unitObjects(t, []byte(text))[3]
+	bad = bytes.Clone(pb.data)
+	for i := pb.starts[2] + 300; i < pb.starts[2]+330; i++ {
+		bad[i] ^= 0x55
+	}
+	_, err = readSegments(t, Bzip2, bad, []int64{pb.starts[1], pb.starts[3]})
+	if !errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), fmt.Sprintf("bzip2 units of the segment stored from offset %d", pb.starts[1])) {
+		t.Fatalf("corrupt bzip2 stream: %v", err)
+	}
+	if _, err := readSegments(t, Bzip2, pb.data, []int64{pb.starts[1] + 100}); !errors.Is(err, ErrCorrupt) {
+		t.Fatalf("cut inside a bzip2 stream: %v", err)
 	}
 }
