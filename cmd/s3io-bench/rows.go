@@ -115,9 +115,7 @@ func (o *options) loopbackVariants() (s3ioV, loopV string) {
 func (b *benchRun) issueRows() *rowsTable {
 	o := b.opts
 	rb := &rowsBuilder{b: b, t: &rowsTable{}}
-	for _, f := range o.formats {
-		rb.t.cols = append(rb.t.cols, f)
-	}
+	rb.t.cols = append(rb.t.cols, o.formats...)
 	if o.small {
 		rb.t.cols = append(rb.t.cols, prefixSmall)
 	}

@@ -86,7 +86,7 @@ func TestWorkerRateLimiter(t *testing.T) {
 		t.Error("a limiter for MaxRequestsPerSecond 0")
 	}
 	o := Options{Endpoint: "e", Bucket: "b", MaxRequestsPerSecond: 3}
-	if workerRateLimiter(o) != workerRateLimiter(o) {
+	if first, again := workerRateLimiter(o), workerRateLimiter(o); first != again {
 		t.Error("two limiters for one endpoint and bucket")
 	}
 	p := o
