@@ -44,11 +44,9 @@ func TestIfMatchIgnoredByProxy(t *testing.T) {
 	newVersion := map[string][]byte{"b/over.ndjson": []byte(renamed), "b/over.ndjson.gz": s3test.Gzip(renamed)}
 	g.Put(t, "pins", "b/over.ndjson", []byte(old))
 	g.Put(t, "pins", "b/over.ndjson.gz", s3test.Gzip(old))
-	p.Before = func(key string, n int) {
-		if data, ok := newVersion[key]; ok && n == 1 {
-			g.Put(t, "pins", key, data)
-		}
-	}
+	p.Before = faultproxy.BeforeFirstGet([]string{"b/over.ndjson", "b/over.ndjson.gz"}, func(key string) {
+		g.Put(t, "pins", key, newVersion[key])
+	})
 	cfg := s3io.Config{Bucket: "pins", Prefix: "b/", Endpoint: p.URL, UsePathStyle: true, Framer: "ndjson"}
 	pl, s := beam.NewPipelineWithRoot()
 	records, fails := s3io.ReadWithFailures(s, cfg)

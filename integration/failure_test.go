@@ -68,17 +68,13 @@ func TestQuarantine(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			want, failures := badPrefix(t, g, p, tc.bucket)
 			p.Reset()
-			p.Before = func(key string, n int) {
-				if n != 1 {
-					return
-				}
-				switch key {
-				case "b/overwritten.txt":
+			p.Before = faultproxy.BeforeFirstGet([]string{"b/overwritten.txt", "b/deleted.txt"}, func(key string) {
+				if key == "b/overwritten.txt" {
 					g.Put(t, tc.bucket, key, []byte("NEW CONTENT that must never be read\n"))
-				case "b/deleted.txt":
+				} else {
 					g.Delete(t, tc.bucket, key)
 				}
-			}
+			})
 			cfg := s3io.Config{Bucket: tc.bucket, Prefix: "b/", Endpoint: p.URL, UsePathStyle: true, MaxRecordBytes: 1000}
 
 			pl, s := beam.NewPipelineWithRoot()

@@ -73,8 +73,14 @@ func (p *planner) unitSegments(ctx context.Context, bucket string, m Member, com
 		targets[i] = m.Size * int64(i+1) / n
 	}
 	var cuts []int64
+	if decode.NamesTar(m.Key) {
+		return nil // its records are its entries: read whole, as a tar
+	}
 	if comp == decode.Zstd {
 		if starts, ok := p.zstdSeekTable(ctx, gets, m, probes); ok {
+			if p.tarInside(ctx, gets, m, comp, probes) {
+				return nil
+			}
 			for _, t := range targets {
 				if i, _ := slices.BinarySearch(starts, t); i < len(starts) {
 					cuts = append(cuts, starts[i])
@@ -92,7 +98,7 @@ func (p *planner) unitSegments(ctx context.Context, bucket string, m Member, com
 	// The first cut looks up to unitProbeBytes far; the others four times as far as the
 	// first found its unit, the spacing of units the object shows.
 	first, ok := probe(targets[0], unitProbeBytes)
-	if !ok {
+	if !ok || p.tarInside(ctx, gets, m, comp, probes) {
 		return nil
 	}
 	window := int(min(max(4*(first-targets[0]), minUnitProbeBytes), unitProbeBytes, max(segSize/2, minUnitProbeBytes)))
@@ -117,6 +123,33 @@ func (p *planner) unitSegments(ctx context.Context, bucket string, m Member, com
 		}
 	}
 	return unitCuts(m, comp, cuts)
+}
+
+// tarProbeBytes bounds what tarInside reads of an object's first unit: a bzip2 block, up to
+// 900 kB of input, yields no byte before its end.
+const tarProbeBytes = 1 << 20
+
+// tarInside reports whether the object m, made of units, decodes to a tar (a bgzip'd or
+// pbzip2'd tarball under a name that does not say so): cut into segments, its headers and
+// padding would be framed as records, so it is read whole, as its entries, as the reader
+// would read it anyway. It decodes the first 262 bytes (decode.MagicLen), through the
+// first unit's first request or few, and counts them with the probes. An object whose head
+// does not decode is kept whole too: the whole read reports what is wrong with it.
+func (p *planner) tarInside(ctx context.Context, gets *fetch.Gets, m Member, comp decode.Compression, probes *probeStats) bool {
+	r := gets.OpenGrowing(ctx, m.object(), 0, min(m.Size, tarProbeBytes), unitProbeRequest, maxUnitProbeRequest)
+	defer probes.close(r)
+	d := decode.Decompressors{MaxWindow: p.cfg.MaxDecoderWindowBytes}
+	defer d.Close()
+	s, _, err := d.Open(comp, "", r)
+	if err != nil {
+		return true
+	}
+	head := make([]byte, decode.MagicLen)
+	n, err := io.ReadFull(s, head)
+	if err != nil && err != io.ErrUnexpectedEOF {
+		return true
+	}
+	return decode.IsTar(head[:n])
 }
 
 // decodeProofSlack is what a probe may read past its window to prove a candidate near the

@@ -5,6 +5,8 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -170,15 +172,23 @@ func TestCompressedObjectsPlannedAtUnits(t *testing.T) {
 			checkpointInSegment(t, fn, ms[len(ms)/2])
 		}
 	}
-	// The seekable object was planned from its seek table: its only GET while planning is the
-	// suffix GET of its last bytes (magic bytes come from the extension).
+	// The seekable object was planned from its seek table: its GETs while planning are the
+	// suffix GET of its last bytes (magic bytes come from the extension) and the decode of its
+	// head that tells it from a tarball (tarInside), from byte 0 on in growing requests.
+	suffix, head := 0, int64(0)
 	for _, r := range planned {
-		if a, b, ok := parseRange(r.Range); !ok || b != int64(len(objs[3].data))-1 || a < b-(64<<10) {
+		a, b, ok := parseRange(r.Range)
+		switch {
+		case ok && b == int64(len(objs[3].data))-1 && a >= b-(64<<10):
+			suffix++
+		case ok && a == head && b < tarProbeBytes:
+			head = b + 1
+		default:
 			t.Errorf("seekable object read with %q while planning: its seek table should have been used", r.Range)
 		}
 	}
-	if len(planned) != 1 {
-		t.Errorf("seekable object: %d GETs while planning, want the one suffix GET", len(planned))
+	if suffix != 1 || head == 0 || len(planned) > 4 {
+		t.Errorf("seekable object: %d GETs while planning (%d suffix GETs, its head read to %d), want the suffix GET and at most 3 of its head", len(planned), suffix, head)
 	}
 }
 
@@ -264,5 +274,66 @@ func checkpointInSegment(t *testing.T, fn *reader, m Member) {
 	}
 	if c["redecoded_bytes"] != residual.Resume.Offset || c["redecoded_bytes"] <= 0 || c["bytes"] > 4*(m.End-m.Start)+unitSlack*4 {
 		t.Errorf("%s [%d,%d): residual counters %v: want the segment's %d bytes before the resume point decoded again, no more", m.Key, m.Start, m.End, c, residual.Resume.Offset)
+	}
+}
+
+// A tar compressed into units (a tarball bgzip'd or pbzip2'd) is planned whole and read as
+// its entries, whatever its name: cut into segments, its headers and padding would be
+// framed as records. A name that says tar costs no probe; a misnamed one is known by the
+// tar header its first unit decodes to.
+func TestTarInUnitsIsNotCut(t *testing.T) {
+	clitool.Need(t, "tar", "bgzip", "pbzip2")
+	plain, recs := unitText(8000)
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "a.ndjson"), plain, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	tarball := clitool.RunIn(t, dir, nil, "tar", "-cf", "-", "a.ndjson")
+	srv := s3test.New(t)
+	srv.CreateBucket(t, "units")
+	objects := map[string][]byte{
+		"named.tar.gz": clitool.Run(t, tarball, "bgzip", "-c"),
+		"misnamed.gz":  clitool.Run(t, tarball, "bgzip", "-c"),
+		"misnamed.bz2": clitool.Run(t, tarball, "pbzip2", "-b1", "-p2", "-c"),
+		"plain.tbz2":   clitool.Run(t, tarball, "pbzip2", "-b1", "-p2", "-c"),
+	}
+	for k, v := range objects {
+		srv.Put(t, "units", k, v)
+	}
+	cfg := Config{Bucket: "units", Endpoint: srv.URL, UsePathStyle: true, Framer: "ndjson", SplitTargetBytes: 256 << 10}
+	var members []Member
+	if _, err := PlanDescriptors(t.Context(), cfg, func(d SplitDescriptor) error {
+		members = append(members, d.Members...)
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if len(members) != len(objects) {
+		t.Fatalf("planned %d members, want the %d objects whole: %+v", len(members), len(objects), members)
+	}
+	for _, r := range srv.Requests("") {
+		if strings.Contains(r.Key, ".tar.") || strings.HasSuffix(r.Key, ".tbz2") {
+			t.Errorf("%s was probed (%s) though its name says tar", r.Key, r.Range)
+		}
+	}
+	fn := &reader{Cfg: cfg.WithDefaults()}
+	if err := fn.Setup(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	defer fn.Teardown()
+	for _, m := range members {
+		if m.isSegment() || m.Codec != "" {
+			t.Errorf("%s planned as a segment %+v", m.Key, m)
+		}
+		var got []string
+		d := SplitDescriptor{ID: m.Key, Bucket: "units", Members: []Member{m}}
+		err := fn.process(context.Background(), fn.CreateTracker(fullRestriction(d)), d, func(_ int, _ int64, _ string, rec []byte) { got = append(got, string(rec)) },
+			func(fl Failure) { t.Errorf("%s: unexpected failure %v", m.Key, fl) })
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(got, recs) {
+			t.Errorf("%s: %d records, want the tar entry's %d", m.Key, len(got), len(recs))
+		}
 	}
 }

@@ -212,11 +212,9 @@ func TestRunners(t *testing.T) {
 				}
 				proxy.Reset()
 				proxy.Decide = nil
-				proxy.Before = func(key string, n int) {
-					if key == "q/2.txt" && n == 1 {
-						g.Delete(t, "quarantine", key) // after planning, before its read
-					}
-				}
+				proxy.Before = faultproxy.BeforeFirstGet([]string{"q/2.txt"}, func(key string) {
+					g.Delete(t, "quarantine", key) // after planning, before its read
+				})
 				defer func() { proxy.Before = nil }()
 				p, s := beam.NewPipelineWithRoot()
 				s3io.Read(s, s3io.Config{Bucket: "quarantine", Prefix: "q/", Endpoint: proxy.URL, UsePathStyle: true})

@@ -111,7 +111,8 @@ type Proxy struct {
 	// DecideGet, when set, is used instead of Decide and also sees the GET's Range header
 	// ("" for a whole-object GET): concurrent ranged GETs of one key are told apart by it.
 	DecideGet func(key, rng string, n int) Fault
-	// Before runs before the n-th GET of key is decided and forwarded.
+	// Before runs before the n-th GET of key is decided and forwarded. Concurrent GETs run
+	// it concurrently: to change an object before it is read, use BeforeFirstGet.
 	Before func(key string, n int)
 	// RewriteList, when set, rewrites the body of every successful ListObjectsV2 response,
 	// and ListDelay holds every ListObjectsV2 request this long before it is forwarded, as
@@ -420,4 +421,21 @@ func parseAuthorization(auth string) (scope string, signed []string, ok bool) {
 		return "", nil, false
 	}
 	return scope, signed, true
+}
+
+// BeforeFirstGet returns a Before hook that runs change(key) once for each of keys, before
+// the key's first GET is forwarded, and holds every other GET of the key until it has run.
+// Counting on n == 1 is not enough: a reader may abandon a GET while the change runs (a
+// fetch-ahead a split or a failure dropped) and send another, which would reach the server
+// first and read the object as it was.
+func BeforeFirstGet(keys []string, change func(key string)) func(key string, n int) {
+	once := make(map[string]*sync.Once, len(keys))
+	for _, k := range keys {
+		once[k] = new(sync.Once)
+	}
+	return func(key string, _ int) {
+		if o := once[key]; o != nil {
+			o.Do(func() { change(key) })
+		}
+	}
 }

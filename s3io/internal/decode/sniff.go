@@ -134,6 +134,19 @@ var extensions = []struct {
 	{".lzo", lzo},
 }
 
+// NamesTar reports whether key names a tar, plain or compressed (.tar, .tar.gz, .tgz,
+// .tar.zst, .tbz2, ...): its records are its entries', found after decompression.
+func NamesTar(key string) bool {
+	lower := strings.ToLower(key)
+	for _, s := range []string{".tar", ".tgz", ".tzst", ".tbz2", ".tbz", ".txz"} {
+		if strings.HasSuffix(lower, s) {
+			return true
+		}
+	}
+	i := strings.LastIndexByte(lower, '.')
+	return i > 0 && strings.HasSuffix(lower[:i], ".tar")
+}
+
 // Detect decides how to decode the object key whose first bytes are head (up to MagicLen of
 // them). An explicit mode is obeyed; Auto goes by the key's extension, then by magic bytes.
 // The answer is a codec, Tar or Zip, None, or a format the reader refuses (IsUnsupported).
