@@ -54,28 +54,25 @@ const maxUnitSegmentBytes = 4 << 20
 // unitSegments cuts a large gzip, zstd or bzip2 object m into segments of about segSize
 // stored bytes, each starting at a unit (a gzip member, a zstd frame, a bzip2 stream) whose
 // start is proven (decode.FindUnit: by decoding it, or for bzip2 by the previous stream's
-// end right before it): a zstd seek table's frames when the object ends with one (seekable format),
-// else a probe after each even cut, up to unitProbeBytes after the first and four times as
-// far as the first found its unit after the others (BGZF blocks are a few KiB apart, a
-// concatenation's members maybe MiBs: a probe reads 64 KiB, then twice as much per request,
-// and stops at the first unit it proves). An object whose first cut finds no unit start is
-// taken for one unit and kept whole (nil): one probe is all it costs. A segment's reader decodes its own units and
-// the next one's first record (decode.OpenUnits), so that a record straddling two units or
-// two segments is read once.
+// end right before it): a zstd seek table's frames when the object ends with one (seekable
+// format), else a probe after each even cut, up to unitProbeBytes after the first and four
+// times as far as the first found its unit after the others (BGZF blocks are a few KiB
+// apart, a concatenation's members maybe MiBs: a probe reads 64 KiB, then twice as much per
+// request, and stops at the first unit it proves). An object whose first cut finds no unit
+// start is taken for one unit and kept whole (nil): one probe is all it costs; so is a tar
+// (tarInside). A segment's reader decodes its own units and the next one's first record
+// (decode.OpenUnits), so that a record straddling two units or two segments is read once.
 func (p *planner) unitSegments(ctx context.Context, bucket string, m Member, comp decode.Compression, segSize int64, probes *probeStats) []Member {
 	gets := fetch.NewGets(p.client, bucket, p.cfg.fetchSettings())
 	n := (m.Size + segSize - 1) / segSize
-	if n < 2 {
-		return nil
+	if n < 2 || decode.NamesTar(m.Key) {
+		return nil // a tar's records are its entries: read whole, as a tar
 	}
 	targets := make([]int64, n-1)
 	for i := range targets {
 		targets[i] = m.Size * int64(i+1) / n
 	}
 	var cuts []int64
-	if decode.NamesTar(m.Key) {
-		return nil // its records are its entries: read whole, as a tar
-	}
 	if comp == decode.Zstd {
 		if starts, ok := p.zstdSeekTable(ctx, gets, m, probes); ok {
 			if p.tarInside(ctx, gets, m, comp, probes) {

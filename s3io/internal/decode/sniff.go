@@ -114,37 +114,37 @@ const MagicLen = tarMagicAt + 5
 var extensions = []struct {
 	suffix string
 	comp   Compression
+	tar    bool // a tar's name (.tar, .tgz): the tar inside is read as its entries
 }{
-	{".gz", Gzip}, {".gzip", Gzip}, {".tgz", Gzip},
-	{".zst", Zstd}, {".zstd", Zstd}, {".tzst", Zstd},
-	{".bz2", Bzip2}, {".bzip2", Bzip2}, {".tbz2", Bzip2}, {".tbz", Bzip2},
-	{".xz", Xz}, {".txz", Xz},
-	{".lz4", Lz4},
-	{".sz", Snappy},
-	{".zz", Zlib}, {".zlib", Zlib},
-	{".deflate", Deflate},
-	{".br", Brotli},
-	{".tar", Tar},
-	{".zip", Zip},
-	{".7z", sevenZ},
-	{".rar", rar},
-	{".lzma", lzma},
-	{".z", compress}, // .Z; keys are compared lower-cased
-	{".lz", lzip},
-	{".lzo", lzo},
+	{".gz", Gzip, false}, {".gzip", Gzip, false}, {".tgz", Gzip, true},
+	{".zst", Zstd, false}, {".zstd", Zstd, false}, {".tzst", Zstd, true},
+	{".bz2", Bzip2, false}, {".bzip2", Bzip2, false}, {".tbz2", Bzip2, true}, {".tbz", Bzip2, true},
+	{".xz", Xz, false}, {".txz", Xz, true},
+	{".lz4", Lz4, false},
+	{".sz", Snappy, false},
+	{".zz", Zlib, false}, {".zlib", Zlib, false},
+	{".deflate", Deflate, false},
+	{".br", Brotli, false},
+	{".tar", Tar, true},
+	{".zip", Zip, false},
+	{".7z", sevenZ, false},
+	{".rar", rar, false},
+	{".lzma", lzma, false},
+	{".z", compress, false}, // .Z; keys are compared lower-cased
+	{".lz", lzip, false},
+	{".lzo", lzo, false},
 }
 
 // NamesTar reports whether key names a tar, plain or compressed (.tar, .tar.gz, .tgz,
 // .tar.zst, .tbz2, ...): its records are its entries', found after decompression.
 func NamesTar(key string) bool {
 	lower := strings.ToLower(key)
-	for _, s := range []string{".tar", ".tgz", ".tzst", ".tbz2", ".tbz", ".txz"} {
-		if strings.HasSuffix(lower, s) {
-			return true
+	for _, e := range extensions {
+		if strings.HasSuffix(lower, e.suffix) {
+			return e.tar || strings.HasSuffix(strings.TrimSuffix(lower, e.suffix), ".tar")
 		}
 	}
-	i := strings.LastIndexByte(lower, '.')
-	return i > 0 && strings.HasSuffix(lower[:i], ".tar")
+	return false
 }
 
 // Detect decides how to decode the object key whose first bytes are head (up to MagicLen of

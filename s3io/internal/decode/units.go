@@ -169,12 +169,8 @@ func (p *probe) proveGzip(i int) (bool, error) {
 	return p.proof(zr)
 }
 
-// bzip2's block and end-of-stream magic numbers, 48 bits each (the digits of pi and of its
-// square root).
-const (
-	bzip2BlockMagic = 0x314159265359
-	bzip2EndMagic   = 0x177245385090
-)
+// bzip2EndMagic is bzip2's 48-bit end-of-stream magic (the digits of the square root of pi).
+const bzip2EndMagic = 0x177245385090
 
 // proveBzip2 checks the stream that would start at offset i from both sides: its header
 // ("BZh", a level, then a block's or the end's 48-bit magic) and, right before it, the
@@ -191,24 +187,14 @@ func (p *probe) proveBzip2(i int) (bool, error) {
 	if err := p.fill(i + 10); err != nil {
 		return false, p.sourceErr()
 	}
-	h := p.buf[i : i+10]
-	if h[3] < '1' || h[3] > '9' {
+	if !isBzip2(p.buf[i : i+10]) {
 		return false, nil
 	}
-	if m := uint64(h[4])<<40 | uint64(h[5])<<32 | uint64(binary.BigEndian.Uint32(h[6:])); m != bzip2BlockMagic && m != bzip2EndMagic {
-		return false, nil
-	}
-	// The 88 bits before i, as one number: the end magic ends 32 + pad bits before i.
-	var prev uint64
-	var prevHi uint32
+	// The 88 bits before i, high 24 and low 64: the end magic ends 32 + pad bits before i.
 	b := p.buf[i-11 : i]
-	prevHi = uint32(b[0])<<16 | uint32(b[1])<<8 | uint32(b[2])
-	prev = binary.BigEndian.Uint64(b[3:])
-	for pad := uint(0); pad < 8; pad++ {
-		// bits [88-(80+pad), 88-(32+pad)) of the 88: shift the 88-bit value right by 32+pad.
-		shift := 32 + pad
-		v := prev>>shift | uint64(prevHi)<<(64-shift)
-		if v&(1<<48-1) == bzip2EndMagic {
+	hi, lo := uint64(b[0])<<16|uint64(b[1])<<8|uint64(b[2]), binary.BigEndian.Uint64(b[3:])
+	for shift := uint(32); shift < 40; shift++ {
+		if (lo>>shift|hi<<(64-shift))&(1<<48-1) == bzip2EndMagic {
 			return true, nil
 		}
 	}
