@@ -113,8 +113,12 @@ func TestToolWrittenObjects(t *testing.T) {
 	if err != nil {
 		t.Fatalf("pipeline failed: %v", err)
 	}
+	// The failures above are exact; on prism the counter can only be bounded: prism v2.75
+	// can drop one bundle's count of a counter two bundles first report together
+	// (docs/design.md, "Counters on prism are not exact"). One race-detector CI run counted
+	// 12 of these 20.
 	c := s3test.Counters(pr, s3io.MetricsNamespace)
-	if c["objects_failed_corrupt"] != int64(len(wantFailures)) {
-		t.Errorf("counters %v: want %d corrupt objects", c, len(wantFailures))
+	if got := c["objects_failed_corrupt"]; got < 1 || got > int64(len(wantFailures)) {
+		t.Errorf("counters %v: want 1..%d corrupt objects", c, len(wantFailures))
 	}
 }
