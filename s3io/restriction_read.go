@@ -2,6 +2,7 @@ package s3io
 
 import (
 	"context"
+	"io"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/log"
 
@@ -156,6 +157,24 @@ type memberRead struct {
 	// cps are the inflate checkpoints its gzip decoding keeps (nil for any other read), for
 	// the hints of splits inside it.
 	cps *decode.Checkpoints
+	// units, set by the framing goroutine, stops a segment's chunk goroutines once framing
+	// has stopped.
+	units io.Closer
+}
+
+// unitChunkBytes is the least stored bytes of a chunk of a segment's units that decodes on
+// a goroutine of its own (decode.ParallelUnits): a gzip member of 8 MiB of logs, or 16 BGZF
+// blocks. A segment of fewer than two chunks decodes on its framing goroutine.
+const unitChunkBytes = 1 << 20
+
+// parallelUnits is how a segment's units decode in chunks: each ends at the first unit start
+// at least unitChunkBytes in, looked for 1 MiB further (a larger unit ends the chunking:
+// the rest decodes as one); two chunks decode ahead of the one being framed, each holding
+// at most 8 MiB decoded, so that a reader holds at most ~6 MiB stored and 16 MiB decoded
+// per segment beyond what it frames.
+func (fn *reader) parallelUnits() decode.ParallelUnits {
+	return decode.ParallelUnits{Chunk: unitChunkBytes, Search: 1 << 20, Ahead: 2, OutBytes: 8 << 20,
+		MaxWindow: fn.Cfg.MaxDecoderWindowBytes, Get: fn.getDecoders, Put: fn.putDecoders}
 }
 
 // startMember starts decoding member m of d from where span says, from the bytes of of.
@@ -194,7 +213,16 @@ func (fn *reader) startMember(ctx context.Context, d SplitDescriptor, m int, spa
 		if span.units > 0 {
 			// A compressed object's segment, whose own units start at its first byte.
 			_, end := member.span()
-			stream, err := mr.dec.OpenUnits(decode.Compression(member.Codec), src, span.from, span.units, end < member.Size)
+			var stream io.Reader
+			var err error
+			if span.units > 2*unitChunkBytes {
+				// Its units decode in chunks on goroutines of their own (decode.ParallelUnits).
+				var s io.ReadCloser
+				s, err = mr.dec.OpenUnitsParallel(decode.Compression(member.Codec), src, span.from, span.units, end < member.Size, fn.parallelUnits())
+				stream, mr.units = s, s
+			} else {
+				stream, err = mr.dec.OpenUnits(decode.Compression(member.Codec), src, span.from, span.units, end < member.Size)
+			}
 			if err != nil {
 				return nil, false, false, err
 			}
@@ -274,6 +302,9 @@ func (c partCredit) Release(n int64)      { c.budget.Release(n) }
 // what it decoded.
 func (mr *memberRead) finish(ctx context.Context) {
 	mr.frames.Stop()
+	if mr.units != nil {
+		mr.units.Close()
+	}
 	mr.src.Close()
 	mr.dec.Checkpoints = nil
 	mr.fn.putDecoders(mr.dec)

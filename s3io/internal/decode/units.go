@@ -42,7 +42,20 @@ func FindUnit(c Compression, r io.Reader, window int, maxWindow int64) (off int6
 	if !UnitsSegmentable(c) {
 		return 0, false, fmt.Errorf("s3io: %s objects are not cut at units", c)
 	}
-	p := &probe{r: r}
+	return findUnit(c, &probe{r: r}, window, maxWindow)
+}
+
+// FindUnitIn is FindUnit over bytes already in memory, b: a candidate whose proof runs past
+// b's end counts only if it decodes cleanly to there.
+func FindUnitIn(c Compression, b []byte, window int, maxWindow int64) (off int64, found bool) {
+	if !UnitsSegmentable(c) {
+		return 0, false
+	}
+	off, found, _ = findUnit(c, &probe{buf: b, err: io.EOF}, window, maxWindow)
+	return off, found
+}
+
+func findUnit(c Compression, p *probe, window int, maxWindow int64) (off int64, found bool, err error) {
 	var zs *zstd.Decoder
 	defer func() {
 		if zs != nil {
