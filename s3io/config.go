@@ -179,10 +179,12 @@ type Config struct {
 	// unless a bound cut it, and never more than 4×SplitTargetBytes; an object over that
 	// bound gets a descriptor of its own, and a large uncompressed object is cut into
 	// segments of at most SplitTargetBytes. A larger gzip, zstd or bzip2 object made of units is cut
-	// at unit starts into segments of a quarter of it (at most 4 MiB stored), so that a reader
-	// decodes the next while it emits one, and consecutive segments share descriptors four at
-	// a time (the members of a descriptor are fetched ahead into the memory the segment
-	// decoded ahead borrows).
+	// at unit starts: into segments of about SplitTargetBytes when its units are far apart
+	// (concatenated members, pzstd's frames: each cut costs the planner the bytes up to the
+	// next unit), else of a quarter of it, at most 4 MiB stored (BGZF, the seekable format),
+	// consecutive segments sharing descriptors four at a time. A reader decodes a segment's
+	// units in chunks of about 1 MiB stored on two more goroutines, so either keeps two cores
+	// decoding.
 	SplitTargetBytes int64
 	// MaxSplitMembers bounds the objects in one descriptor (default 1024, at most 2^20), which bounds the
 	// size of a descriptor and of its restriction whatever the object sizes. Descriptors of

@@ -102,7 +102,7 @@ func (p *planner) segmentable(ctx context.Context, bucket string, ms []Member, p
 			case comp == decode.None:
 				out[i] = segments(m, segSize)
 			case decode.UnitsSegmentable(comp):
-				out[i] = p.unitSegments(ctx, bucket, m, comp, unitSegmentBytes(segSize), probes)
+				out[i] = p.unitSegments(ctx, bucket, m, comp, segSize, probes)
 			}
 		}()
 	}

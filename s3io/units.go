@@ -12,7 +12,7 @@ import (
 
 // unitProbeBytes bounds how far past a cut the planner looks for a unit start (a gzip member
 // or a zstd frame): a BGZF block is at most 64 KiB, a pzstd frame a few MiB of input at its
-// default level, and at most a quarter of a segment (minUnitProbeBytes at least). A cut
+// default level, and at most half a segment (minUnitProbeBytes at least). A cut
 // with no unit start that near is dropped, and its bytes go to the
 // segment before it.
 const unitProbeBytes = 1 << 20
@@ -36,8 +36,9 @@ const maxUnitProbeRequest = 256 << 10
 // unitProbesInFlight bounds the probes of one object's cuts that run at once.
 const unitProbesInFlight = 8
 
-// unitSegmentBytes is the stored size of a compressed object's segments under a split
-// target of segSize: a quarter of it, at most maxUnitSegmentBytes. A runner that reads a
+// unitSegmentBytes is the stored size of the segments of an object of close units (BGZF,
+// the seekable format) under a split target of segSize: a quarter of it, at most
+// maxUnitSegmentBytes; their cuts cost a request each. A runner that reads a
 // bundle's restrictions one after another (prism) decodes the segment after the one being
 // emitted into memory (decodedAhead, decodeAhead), so a segment's decoded size, several
 // times its stored one, is what a reader holds ahead; consecutive segments are packed back
@@ -48,30 +49,33 @@ func unitSegmentBytes(segSize int64) int64 {
 
 // maxUnitSegmentBytes bounds a compressed object's segment: 4 MiB of logs compressed 4-5
 // fold decode to ~20 MiB, which the part budget's credit holds ahead (measured: at 16 MiB
-// segments the segment decoded ahead ran out of credit, and the second core idled).
+// segments the segment decoded ahead ran out of credit, and the second core idled, before
+// segments decoded their units in chunks on goroutines of their own).
 const maxUnitSegmentBytes = 4 << 20
 
-// unitSegments cuts a large gzip, zstd or bzip2 object m into segments of about segSize
-// stored bytes, each starting at a unit (a gzip member, a zstd frame, a bzip2 stream) whose
-// start is proven (decode.FindUnit: by decoding it, or for bzip2 by the previous stream's
-// end right before it): a zstd seek table's frames when the object ends with one (seekable
-// format), else a probe after each even cut, up to unitProbeBytes after the first and four
-// times as far as the first found its unit after the others (BGZF blocks are a few KiB
-// apart, a concatenation's members maybe MiBs: a probe reads 64 KiB, then twice as much per
-// request, and stops at the first unit it proves). An object whose first cut finds no unit
-// start is taken for one unit and kept whole (nil): one probe is all it costs; so is a tar
-// (tarInside). A segment's reader decodes its own units and the next one's first record
-// (decode.OpenUnits), so that a record straddling two units or two segments is read once.
+// unitSegments cuts a large gzip, zstd or bzip2 object m into segments, each starting at a
+// unit (a gzip member, a zstd frame, a bzip2 stream) whose start is proven (decode.FindUnit:
+// by decoding it, or for bzip2 by the previous stream's end right before it): a zstd seek
+// table's frames when the object ends with one (seekable format), else a probe after each
+// even cut. The first probe, at the first cut of segments of segSize (the split target),
+// looks up to unitProbeBytes far, and then spacedUnitBytes past the unit it found for the
+// next. Units that close (BGZF's blocks) are cheap to find: the object is cut into
+// segments of unitSegmentBytes(segSize). Units farther apart (a concatenation's members,
+// pzstd's frames) cost the distance to the next one at each cut: the object is cut into
+// segments of segSize.
+// The other probes look four times as far as the first found its unit (a probe reads 64 KiB,
+// then twice as much per request, or 64 KiB at a time for spaced units, and stops at the
+// first unit it proves). An object whose first cut finds no unit start is taken for one unit
+// and kept whole (nil): one probe is all it costs; so is a tar (tarInside). A segment's
+// reader decodes its own units and the next one's first record (decode.OpenUnits), so that
+// a record straddling two units or two segments is read once.
 func (p *planner) unitSegments(ctx context.Context, bucket string, m Member, comp decode.Compression, segSize int64, probes *probeStats) []Member {
 	gets := fetch.NewGets(p.client, bucket, p.cfg.fetchSettings())
-	n := (m.Size + segSize - 1) / segSize
-	if n < 2 || decode.NamesTar(m.Key) {
+	fine := unitSegmentBytes(segSize)
+	if m.Size <= fine || decode.NamesTar(m.Key) {
 		return nil // a tar's records are its entries: read whole, as a tar
 	}
-	targets := make([]int64, n-1)
-	for i := range targets {
-		targets[i] = m.Size * int64(i+1) / n
-	}
+	targets := evenCuts(m.Size, fine)
 	var cuts []int64
 	if comp == decode.Zstd {
 		if starts, ok := p.zstdSeekTable(ctx, gets, m, probes); ok {
@@ -86,31 +90,59 @@ func (p *planner) unitSegments(ctx context.Context, bucket string, m Member, com
 			return unitCuts(m, comp, cuts)
 		}
 	}
-	probe := func(t int64, window int) (int64, bool) {
-		r := gets.OpenGrowing(ctx, m.object(), t, min(t+int64(window)+2*decodeProofSlack, m.Size), unitProbeRequest, maxUnitProbeRequest)
+	probe := func(t int64, window int, most int64) (int64, bool) {
+		r := gets.OpenGrowing(ctx, m.object(), t, min(t+int64(window)+2*decodeProofSlack, m.Size), unitProbeRequest, most)
 		defer probes.close(r)
 		off, found, err := decode.FindUnit(comp, r, window, p.cfg.MaxDecoderWindowBytes)
 		return t + off, found && err == nil
 	}
-	// The first cut looks up to unitProbeBytes far; the others four times as far as the
-	// first found its unit, the spacing of units the object shows.
-	first, ok := probe(targets[0], unitProbeBytes)
+	// The first cut, at the first of the coarse cuts (below), looks up to unitProbeBytes far.
+	coarse := evenCuts(m.Size, max(segSize, fine))
+	if len(coarse) == 0 {
+		coarse = targets[:1]
+	}
+	first, ok := probe(coarse[0], unitProbeBytes, maxUnitProbeRequest)
 	if !ok || p.tarInside(ctx, gets, m, comp, probes) {
 		return nil
 	}
-	window := int(min(max(4*(first-targets[0]), minUnitProbeBytes), unitProbeBytes, max(segSize/2, minUnitProbeBytes)))
+	most, spaced := int64(maxUnitProbeRequest), false
+	if _, near := probe(first+1, spacedUnitBytes, unitProbeRequest); !near {
+		// Units this far apart cost that much to find at each cut, and the bytes between a
+		// cut and the next unit are read twice, by the probe and by the segment before: cut
+		// such an object into segments of the whole target (segSize), each of which decodes
+		// its units on two cores in chunks (decode.ParallelUnits), and probe them in
+		// requests of unitProbeRequest, which ask for little past the unit found.
+		targets, most, spaced = coarse, unitProbeRequest, true
+	} else {
+		// The fine cuts, the nearest of them moved to the one probed already.
+		i, _ := slices.BinarySearch(targets, coarse[0])
+		if i == len(targets) || i > 0 && coarse[0]-targets[i-1] < targets[i]-coarse[0] {
+			i--
+		}
+		targets[i] = coarse[0]
+	}
+	// The others look four times as far as the first found its unit, the spacing of close
+	// units the object shows; up to unitProbeBytes for spaced ones, of which a probe pays
+	// only what it reads before the next (a shorter window would drop cuts).
+	window := int(min(max(4*(first-coarse[0]), minUnitProbeBytes), unitProbeBytes, max(segSize/2, minUnitProbeBytes)))
+	if spaced {
+		window = unitProbeBytes
+	}
 	found := make([]int64, len(targets))
 	have := make([]bool, len(targets))
-	found[0], have[0] = first, true
 	sem := make(chan struct{}, unitProbesInFlight)
 	var wg sync.WaitGroup
-	for i := 1; i < len(targets); i++ {
+	for i, t := range targets {
+		if t == coarse[0] {
+			found[i], have[i] = first, true
+			continue
+		}
 		wg.Add(1)
 		sem <- struct{}{}
 		go func() {
 			defer wg.Done()
 			defer func() { <-sem }()
-			found[i], have[i] = probe(targets[i], window)
+			found[i], have[i] = probe(t, window, most)
 		}()
 	}
 	wg.Wait()
@@ -120,6 +152,22 @@ func (p *planner) unitSegments(ctx context.Context, bucket string, m Member, com
 		}
 	}
 	return unitCuts(m, comp, cuts)
+}
+
+// spacedUnitBytes is how far apart an object's first two units past its first cut may be
+// for them to count as close (unitSegments): BGZF blocks are at most 64 KiB stored; the
+// members of concatenated gzip files, pzstd's frames or pbzip2's streams are ~0.2-1 MB
+// apart. Telling them apart costs one request of unitProbeRequest past the first unit.
+const spacedUnitBytes = 64 << 10
+
+// evenCuts returns the offsets that cut size bytes into pieces of about seg, evenly.
+func evenCuts(size, seg int64) []int64 {
+	n := (size + seg - 1) / seg
+	cuts := make([]int64, max(n-1, 0))
+	for i := range cuts {
+		cuts[i] = size * int64(i+1) / n
+	}
+	return cuts
 }
 
 // tarProbeBytes bounds what tarInside reads of an object's first unit: a bzip2 block, up to

@@ -25,13 +25,15 @@ import (
 
 func TestMain(m *testing.M) { ptest.Main(m) }
 
-// recordBytes and splitTarget: 1 GiB of records read with SplitTargetBytes 16 MiB, as the
-// issue asks; 96 MiB and 1.5 MiB under the race detector.
+// recordBytes and splitTarget: 1.25 GiB of records read with SplitTargetBytes 16 MiB (the
+// issue asks for at least 1 GiB: zstd -1 stores 1 GiB of these records in 110 MB, under
+// the 8 segments of 16 MiB the issue asks for, and the objects of spaced units are cut into
+// segments of the whole target); 120 MiB and 1.5 MiB under the race detector.
 func sizes() (recordBytes, splitTarget int64) {
 	if raceDetector {
-		return 96 << 20, 1536 << 10
+		return 120 << 20, 1536 << 10
 	}
-	return 1 << 30, 16 << 20
+	return 5 << 28, 16 << 20
 }
 
 // pbzip2Block is pbzip2's -b, its streams' input in 100 kB: its default 9, or 1 under the
@@ -45,19 +47,19 @@ func pbzip2Block() int {
 }
 
 // chunkBytes is the plain input of each member or frame of the concatenated objects: 8 MiB
-// at 1 GiB, scaled down with the records under the race detector.
+// at 1.25 GiB, scaled down with the records under the race detector.
 func chunkBytes() int64 {
 	size, _ := sizes()
-	return size / 128
+	return size / 160
 }
 
-// maxFetched bounds the bytes fetched per stored byte: a segment plans an eighth of its
-// bytes, at most 64 KiB, past its end for the next unit's first record, 1.6 % of the 4 MiB
-// segments of a 16 MiB split target. A bzip2 segment reads the next stream's whole first
-// block for that record (a block yields nothing before its end): ~165 kB past each 4 MiB
-// segment, 4 % (measured 1.042×). The race build's run checks for races, not for the
-// bounds: its 384 KiB segments plan 12.5 % past their end, and what its fetch-ahead drops
-// moves with its timing (pbzip2: 1.12× and 1.22× in two runs).
+// maxFetched bounds the bytes the reads and the planner's probes fetch per stored byte, as
+// the issue asks. A segment plans an eighth of its bytes, at most 64 KiB, past its end for
+// the next unit's first record: 1.6 % of BGZF's 4 MiB segments, 0.4 % of the 16 MiB ones of
+// spaced units. A bzip2 segment reads the next stream's whole first block for that record
+// (a block yields nothing before its end), ~165 kB. The race build's run checks for races
+// and exact records, not the bounds: its 384 KiB segments plan 12.5 % past their end, and
+// what its fetch-ahead drops moves with its timing (pbzip2: 1.12× and 1.22× in two runs).
 const maxFetched = 1.05
 
 // dataset writes the records once per test binary into dir and returns the plain file and
@@ -94,13 +96,11 @@ func put(t *testing.T, g *versitygw.Gateway, bucket, key, path string) int64 {
 // pzstd, pbzip2 (a bzip2 stream per 900 kB), and the zstd seekable format (no Debian tool
 // writes it: s3test.WriteZstdSeekable, from the format's specification).
 //
-// probes bounds what the planner's probes cost, per stored byte, at 1 GiB: a BGZF cut costs
-// its first 64 KiB request, a pbzip2 cut one or two (its streams, ~165 kB here, are proven
-// by their bytes, not decoded: measured 3.4 %), and the seekable object one suffix GET (and,
-// like every object, the 64-192 KiB that decode its head to tell it from a tarball: 0.11 %),
-// but the next member or frame of the others is half a unit (~0.5 MB) from a cut on
-// average, which each of the ~30 cuts reads through (measured: 13.7-18.1 %;
-// docs/performance.md).
+// probes bounds what the planner's probes cost, per stored byte: a BGZF cut costs its first
+// 64 KiB request (measured 1.6 %), the seekable object one suffix GET (and, like every
+// object, the 64-192 KiB that decode its head to tell it from a tarball: 0.09 %). The
+// members and frames of the others, ~0.2-1.3 MB apart, cost half that on average at each
+// cut, so those objects are cut into segments of the whole target (measured 0.7-3.4 %).
 var unitObjects = []struct {
 	key    string
 	probes float64
@@ -109,13 +109,13 @@ var unitObjects = []struct {
 	{"bgzip.ndjson.gz", 0.02, func(t *testing.T, dir, plain, out string) {
 		sh(t, dir, fmt.Sprintf("bgzip -c -@ 2 %s > %s", plain, out))
 	}},
-	{"cat-gzip.ndjson.gz", 0.2, func(t *testing.T, dir, plain, out string) {
+	{"cat-gzip.ndjson.gz", 0.045, func(t *testing.T, dir, plain, out string) {
 		sh(t, dir, fmt.Sprintf("rm -rf chunks && mkdir chunks && split -b %d -a 4 %s chunks/c. && ls chunks/c.* | xargs -P 2 -n 1 gzip -1 && cat chunks/c.*.gz > %s && rm -rf chunks", chunkBytes(), plain, out))
 	}},
-	{"cat-zstd.ndjson.zst", 0.2, func(t *testing.T, dir, plain, out string) {
+	{"cat-zstd.ndjson.zst", 0.045, func(t *testing.T, dir, plain, out string) {
 		sh(t, dir, fmt.Sprintf("rm -rf chunks && mkdir chunks && split -b %d -a 4 %s chunks/c. && ls chunks/c.* | xargs -P 2 -n 1 zstd -1 -q --rm && cat chunks/c.*.zst > %s && rm -rf chunks", chunkBytes(), plain, out))
 	}},
-	{"pzstd.ndjson.zst", 0.2, func(t *testing.T, dir, plain, out string) {
+	{"pzstd.ndjson.zst", 0.045, func(t *testing.T, dir, plain, out string) {
 		sh(t, dir, fmt.Sprintf("pzstd -c -q -p 2 %s > %s", plain, out))
 	}},
 	{"pbzip2.ndjson.bz2", 0.05, func(t *testing.T, dir, plain, out string) {
@@ -140,10 +140,11 @@ var unitObjects = []struct {
 	}},
 }
 
-// Each multi-unit object, 1 GiB of records, is planned with SplitTargetBytes 16 MiB into at
-// least 8 segments (cut at proven unit starts, or at the seek table's frames), read exactly
-// on prism (every record once, checked against the generator), and fetched at most 1.05×
-// its stored bytes by the reads; the planner's probes cost what unitObjects bounds on top.
+// Each multi-unit object, 1.25 GiB of records, is planned with SplitTargetBytes 16 MiB into
+// at least 8 segments (cut at proven unit starts, or at the seek table's frames), read
+// exactly on prism (every record once, checked against the generator), and fetched at most
+// 1.05× its stored bytes by the reads and the planner's probes together; the probes alone
+// cost at most what unitObjects bounds.
 func TestCompressedObjectsInSegments(t *testing.T) {
 	clitool.Need(t, "bgzip", "gzip", "zstd", "pzstd", "pbzip2", "split", "xargs")
 	g := versitygw.Start(t)
@@ -170,8 +171,8 @@ func TestCompressedObjectsInSegments(t *testing.T) {
 			if c["records"] != records || c["segments_planned"] < 8 {
 				t.Errorf("records %d (want %d), segments_planned %d (want >= 8)", c["records"], records, c["segments_planned"])
 			}
-			if !raceDetector && float64(c["raw_bytes"]) > maxFetched*float64(stored) {
-				t.Errorf("fetched %d bytes for %d stored: %.3f×, want at most %.2f×", c["raw_bytes"], stored, float64(c["raw_bytes"])/float64(stored), maxFetched)
+			if !raceDetector && float64(c["raw_bytes"]+c["probe_bytes"]) > maxFetched*float64(stored) {
+				t.Errorf("the reads fetched %d bytes and the probes %d for %d stored: %.3f×, want at most %.2f×", c["raw_bytes"], c["probe_bytes"], stored, float64(c["raw_bytes"]+c["probe_bytes"])/float64(stored), maxFetched)
 			}
 			if !raceDetector && float64(c["probe_bytes"]) > o.probes*float64(stored) {
 				t.Errorf("the planner's probes cost %d bytes for %d stored: %.4f, want at most %.3f", c["probe_bytes"], stored, float64(c["probe_bytes"])/float64(stored), o.probes)
