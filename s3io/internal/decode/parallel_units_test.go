@@ -41,7 +41,8 @@ func decodeSegment(t *testing.T, comp Compression, data []byte, from, to int64, 
 }
 
 // A segment decoded in chunks is byte for byte the segment decoded on one decoder, for
-// every tool's units, whatever the chunk size, and for segments of one unit or of many.
+// every tool's units, whatever the chunk size and however many chunks decode ahead, and for
+// segments of one unit or of many.
 func TestOpenUnitsParallelIsOpenUnits(t *testing.T) {
 	text, _ := unitLines(6000)
 	plain := []byte(text)
@@ -71,6 +72,7 @@ func TestOpenUnitsParallelIsOpenUnits(t *testing.T) {
 					t.Fatal(err)
 				}
 				cfg := chunked(1+r.IntN(200<<10), 256<<10)
+				cfg.Ahead = 1 + trial%2
 				got, err := decodeSegment(t, o.comp, o.data, from, to, &cfg)
 				if err != nil || !bytes.Equal(got, want) {
 					t.Fatalf("segment [%d, %d) in chunks of %d: %d bytes, err %v; want %d bytes", from, to, cfg.Chunk, len(got), err, len(want))
