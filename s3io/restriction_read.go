@@ -162,6 +162,9 @@ type memberRead struct {
 	units io.Closer
 }
 
+// unitCheckpointsKept is how many unit starts a segment read in chunks keeps for hints.
+const unitCheckpointsKept = 8
+
 // unitChunkBytes is the least stored bytes of a chunk of a segment's units that decodes on
 // a goroutine of its own (decode.ParallelUnits): a gzip member of 8 MiB of logs, or 16 BGZF
 // blocks. A segment of fewer than two chunks decodes on its framing goroutine.
@@ -197,6 +200,13 @@ func (fn *reader) startMember(ctx context.Context, d SplitDescriptor, m int, spa
 		mr.cps = &decode.Checkpoints{Every: fn.Cfg.CheckpointBytes}
 		mr.dec.Checkpoints = mr.cps
 	}
+	parallel := span.units > 2*unitChunkBytes
+	if parallel {
+		// The unit starts between its chunks: a split inside the segment resumes at the one
+		// before its first record. They cost no window; framing runs up to ~20 MiB decoded
+		// (4 chunks) ahead of the claims, so a few more than that are kept.
+		mr.cps = &decode.Checkpoints{Keep: unitCheckpointsKept}
+	}
 	if span.inflate != nil {
 		mr.base = span.inflate.Decoded
 	}
@@ -217,10 +227,12 @@ func (fn *reader) startMember(ctx context.Context, d SplitDescriptor, m int, spa
 			_, end := member.span()
 			var stream io.Reader
 			var err error
-			if span.units > 2*unitChunkBytes {
+			if parallel {
 				// Its units decode in chunks on goroutines of their own (decode.ParallelUnits).
+				cfg := fn.parallelUnits()
+				cfg.Checkpoints, cfg.Base = mr.cps, mr.base
 				var s io.ReadCloser
-				s, err = mr.dec.OpenUnitsParallel(decode.Compression(member.Codec), src, span.from, span.units, end < member.Size, fn.parallelUnits())
+				s, err = mr.dec.OpenUnitsParallel(decode.Compression(member.Codec), src, span.from, span.units, end < member.Size, cfg)
 				stream, mr.units = s, s
 			} else {
 				stream, err = mr.dec.OpenUnits(decode.Compression(member.Codec), src, span.from, span.units, end < member.Size)
@@ -228,7 +240,7 @@ func (fn *reader) startMember(ctx context.Context, d SplitDescriptor, m int, spa
 			if err != nil {
 				return nil, false, false, err
 			}
-			recs = decode.NewRecordReader(stream, fn.newFramer(), fn.Cfg.MaxRecordBytes, 0)
+			recs = decode.NewRecordReader(stream, fn.newFramer(), fn.Cfg.MaxRecordBytes, mr.base)
 			switch {
 			case span.from == 0:
 				recs.SkipHeaders(fn.Cfg.SkipHeaderRecords)

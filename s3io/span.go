@@ -67,6 +67,13 @@ func spanOf(member Member, hint resumeHint) readSpan {
 		s.from, s.planEnd, s.units = segStart, min(segEnd+min(unitSlack, own/8), member.Size), own
 		s.tailWindow = min(unitWindow, max(own/4, 16<<10))
 		s.skipPartial = segStart > 0 && !s.hint.known()
+		if s.hint.known() && s.hint.Inflate != "" {
+			// A unit start inside the segment that its read passed (decode.ParallelUnits):
+			// decode from there, not from the segment's first unit.
+			if cp, err := decode.DecodeCheckpoint(s.hint.Inflate); err == nil && cp.Member && cp.Stored > segStart && cp.Stored < segEnd {
+				s.from, s.units, s.inflate = cp.Stored, segEnd-cp.Stored, &cp
+			}
+		}
 		return s // a resume hint into decoded bytes is never seekable
 	case member.isSegment():
 		s.from, s.planEnd = max(segStart-1, 0), min(segEnd+segmentSlack, member.Size)

@@ -272,7 +272,7 @@ func checkpointInSegment(t *testing.T, fn *reader, m Member) {
 	if got := append(primary, rest...); !slices.Equal(got, all) {
 		t.Fatalf("%s [%d,%d): primary and residual gave %d records, want the segment's %d", m.Key, m.Start, m.End, len(got), len(all))
 	}
-	if c["redecoded_bytes"] != residual.Resume.Offset || c["redecoded_bytes"] <= 0 || c["bytes"] > 4*(m.End-m.Start)+unitSlack*4 {
+	if c["redecoded_bytes"] != residual.Resume.Offset || c["redecoded_bytes"] <= 0 || c["decompressed_bytes"] > 4*(m.End-m.Start)+unitSlack*4 {
 		t.Errorf("%s [%d,%d): residual counters %v: want the segment's %d bytes before the resume point decoded again, no more", m.Key, m.Start, m.End, c, residual.Resume.Offset)
 	}
 }

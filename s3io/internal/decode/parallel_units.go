@@ -39,6 +39,12 @@ type ParallelUnits struct {
 	// Get and Put lend the chunk goroutines their decoders.
 	Get func() *Decompressors
 	Put func(*Decompressors)
+	// Checkpoints, if set, gets a checkpoint (Member: a unit starts there, no window) at each
+	// chunk start the read reaches past the first, whose decoded offset is Base plus the
+	// bytes read before it: a read resumed there (OpenUnits from its stored offset) decodes
+	// again at most about a chunk before its first record, not the segment before it.
+	Checkpoints *Checkpoints
+	Base        int64
 }
 
 // chunkProofSlack is what a chunk's search reads past its window, to prove a candidate
@@ -82,6 +88,7 @@ type parallelUnits struct {
 	blk       *[]byte // the decoded block being read, and what of it is left
 	left      []byte
 	delivered int64     // decoded bytes of cur returned by Read
+	done      int64     // decoded bytes of the chunks before cur
 	seq       io.Reader // the rest read on one decoder: the last chunk, or after a failed one
 	err       error
 	closed    bool
@@ -215,6 +222,10 @@ func (u *parallelUnits) Read(p []byte) (int, error) {
 				u.err = io.ErrUnexpectedEOF // feed always sends a last chunk; never reached
 				continue
 			}
+			if u.cfg.Checkpoints != nil && c.start > u.start {
+				// The chunk before ended exactly here: a unit starts on this byte.
+				u.cfg.Checkpoints.add(Checkpoint{Stored: c.start, Decoded: u.cfg.Base + u.done, Member: true})
+			}
 			if c.last {
 				u.seq, u.err = u.sequential(c, 0)
 				continue
@@ -230,6 +241,7 @@ func (u *parallelUnits) Read(p []byte) (int, error) {
 			u.seq, u.err = u.sequential(u.cur, u.delivered)
 			continue
 		}
+		u.done += u.delivered
 		u.cur = nil
 	}
 }

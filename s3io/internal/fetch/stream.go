@@ -1,17 +1,26 @@
 package fetch
 
-import "io"
+import (
+	"io"
+	"sync/atomic"
+)
 
 // Stream returns the bytes of of in order, from its first byte to the object's end.
-func (of *ObjectFetch) Stream() *Stream { return &Stream{of: of, pos: of.from} }
+func (of *ObjectFetch) Stream() *Stream {
+	s := &Stream{of: of}
+	s.pos.Store(of.from)
+	return s
+}
 
-// Stream is an io.Reader over one object's fetched parts. It is read by one goroutine.
+// Stream is an io.Reader over one object's fetched parts. It is read by one goroutine;
+// Consumed may be called from another (a segment decoded in chunks is read by its feeder
+// while its framing goroutine reports progress).
 type Stream struct {
 	of     *ObjectFetch
 	cur    *part
 	curOff int
-	pos    int64 // object offset of the next byte Read returns
-	done   bool  // the planned parts are all consumed
+	pos    atomic.Int64 // object offset of the next byte Read returns
+	done   bool         // the planned parts are all consumed
 	tail   *PinnedReader
 }
 
@@ -21,7 +30,7 @@ func (s *Stream) Read(p []byte) (int, error) {
 			if s.curOff < len(s.cur.buf) {
 				n := copy(p, s.cur.buf[s.curOff:])
 				s.curOff += n
-				s.pos += int64(n)
+				s.pos.Add(int64(n))
 				return n, nil
 			}
 			s.of.f.releasePart(s.cur)
@@ -40,7 +49,7 @@ func (s *Stream) Read(p []byte) (int, error) {
 			select {
 			case pt, ok = <-s.of.parts:
 			case <-s.of.ctx.Done():
-				return 0, &ReadError{Offset: s.pos, Attempts: 1, Err: s.of.ctx.Err()}
+				return 0, &ReadError{Offset: s.pos.Load(), Attempts: 1, Err: s.of.ctx.Err()}
 			}
 		}
 		if !ok {
@@ -69,22 +78,23 @@ func (s *Stream) Read(p []byte) (int, error) {
 func (s *Stream) readTail(p []byte) (int, error) {
 	if s.tail == nil {
 		of := s.of
-		if !of.streamed && (s.pos >= of.obj.Size || of.planEnd >= of.obj.Size) {
+		pos := s.pos.Load()
+		if !of.streamed && (pos >= of.obj.Size || of.planEnd >= of.obj.Size) {
 			return 0, io.EOF
 		}
 		if of.streamed {
-			s.tail = of.gets.Open(of.ctx, of.obj, s.pos, of.obj.Size)
+			s.tail = of.gets.Open(of.ctx, of.obj, pos, of.obj.Size)
 		} else {
-			s.tail = of.gets.OpenWindowed(of.ctx, of.obj, s.pos, of.obj.Size, of.tail)
+			s.tail = of.gets.OpenWindowed(of.ctx, of.obj, pos, of.obj.Size, of.tail)
 		}
 	}
 	n, err := s.tail.Read(p)
-	s.pos += int64(n)
+	s.pos.Add(int64(n))
 	return n, err
 }
 
 // Consumed returns how many bytes Read has returned.
-func (s *Stream) Consumed() int64 { return s.pos - s.of.from }
+func (s *Stream) Consumed() int64 { return s.pos.Load() - s.of.from }
 
 // Close releases what the stream holds and drops the object's remaining parts.
 func (s *Stream) Close() {
