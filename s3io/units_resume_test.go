@@ -2,11 +2,9 @@ package s3io
 
 import (
 	"context"
-	"fmt"
 	"slices"
 	"testing"
 
-	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/metrics"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/sdf"
 
 	"github.com/spate-io/beam-s3/internal/clitool"
@@ -59,31 +57,19 @@ func TestSegmentResumesAtAUnit(t *testing.T) {
 				t.Fatalf("planned %+v: want segments, two of them over %d bytes", ms, 2*unitChunkBytes)
 			}
 			for _, m := range big {
-				resumeInSegment(t, fn, key, m)
+				resumeInSegment(t, fn, m)
 			}
 		})
 	}
 }
 
-// resumeInSegment reads segment m of key, checkpoints it at 90 % of its records and reads
+// resumeInSegment reads segment m, checkpoints it at 90 % of its records and reads
 // the residual, checking what TestSegmentResumesAtAUnit says.
-func resumeInSegment(t *testing.T, fn *reader, key string, m Member) {
+func resumeInSegment(t *testing.T, fn *reader, m Member) {
 	t.Helper()
 	d := SplitDescriptor{ID: "big", Bucket: "units", Members: []Member{m}}
 	read := func(rest restriction, split func(*sdf.LockRTracker, int)) ([]string, map[string]int64) {
-		ctx := metrics.SetPTransformID(metrics.SetBundleID(context.Background(), "bundle"), fmt.Sprintf("%s-%d", key, rest.Start.Index))
-		rt := fn.CreateTracker(rest)
-		var got []string
-		err := fn.process(ctx, rt, d, func(_ int, _ int64, _ string, rec []byte) {
-			got = append(got, string(rec))
-			if split != nil {
-				split(rt, len(got))
-			}
-		}, func(fl Failure) { t.Errorf("unexpected failure %v", fl) })
-		if err != nil || !rt.IsDone() {
-			t.Fatalf("from %+v: %v, done=%v", rest, err, rt.IsDone())
-		}
-		return got, countersOf(ctx)
+		return readSegment(t, fn, d, rest, split)
 	}
 	all, whole := read(fullRestriction(d), nil)
 	var residual restriction

@@ -247,19 +247,7 @@ func checkpointInSegment(t *testing.T, fn *reader, m Member) {
 	t.Helper()
 	d := SplitDescriptor{ID: "mid", Bucket: "units", Members: []Member{m}}
 	read := func(rest restriction, split func(*sdf.LockRTracker, int)) ([]string, map[string]int64) {
-		ctx := metrics.SetPTransformID(metrics.SetBundleID(context.Background(), "bundle"), fmt.Sprintf("read-%d-%d", m.Start, rest.Start.Index))
-		rt := fn.CreateTracker(rest)
-		var got []string
-		err := fn.process(ctx, rt, d, func(_ int, _ int64, _ string, rec []byte) {
-			got = append(got, string(rec))
-			if split != nil {
-				split(rt, len(got))
-			}
-		}, func(fl Failure) { t.Errorf("unexpected failure %v", fl) })
-		if err != nil || !rt.IsDone() {
-			t.Fatalf("segment %+v from %+v: %v, done=%v", m, rest, err, rt.IsDone())
-		}
-		return got, countersOf(ctx)
+		return readSegment(t, fn, d, rest, split)
 	}
 	all, _ := read(fullRestriction(d), nil)
 	var residual restriction
@@ -275,6 +263,26 @@ func checkpointInSegment(t *testing.T, fn *reader, m Member) {
 	if c["redecoded_bytes"] != residual.Resume.Offset || c["redecoded_bytes"] <= 0 || c["decompressed_bytes"] > 4*(m.End-m.Start)+unitSlack*4 {
 		t.Errorf("%s [%d,%d): residual counters %v: want the segment's %d bytes before the resume point decoded again, no more", m.Key, m.Start, m.End, c, residual.Resume.Offset)
 	}
+}
+
+// readSegment reads rest of d, the descriptor of one segment, as the reader does, calling
+// split after each record, and returns the records and the read's counters.
+func readSegment(t *testing.T, fn *reader, d SplitDescriptor, rest restriction, split func(*sdf.LockRTracker, int)) ([]string, map[string]int64) {
+	t.Helper()
+	m := d.Members[0]
+	ctx := metrics.SetPTransformID(metrics.SetBundleID(context.Background(), "bundle"), fmt.Sprintf("read-%s-%d-%d", m.Key, m.Start, rest.Start.Index))
+	rt := fn.CreateTracker(rest)
+	var got []string
+	err := fn.process(ctx, rt, d, func(_ int, _ int64, _ string, rec []byte) {
+		got = append(got, string(rec))
+		if split != nil {
+			split(rt, len(got))
+		}
+	}, func(fl Failure) { t.Errorf("unexpected failure %v", fl) })
+	if err != nil || !rt.IsDone() {
+		t.Fatalf("segment %+v from %+v: %v, done=%v", m, rest, err, rt.IsDone())
+	}
+	return got, countersOf(ctx)
 }
 
 // A tar compressed into units (a tarball bgzip'd or pbzip2'd) is planned whole and read as

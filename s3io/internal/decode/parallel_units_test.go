@@ -8,7 +8,6 @@ import (
 	"testing"
 
 	"github.com/spate-io/beam-s3/internal/clitool"
-	"github.com/spate-io/beam-s3/internal/s3test"
 )
 
 // chunked is a ParallelUnits of small chunks, so that the test objects' segments are
@@ -46,16 +45,8 @@ func decodeSegment(t *testing.T, comp Compression, data []byte, from, to int64, 
 func TestOpenUnitsParallelIsOpenUnits(t *testing.T) {
 	text, _ := unitLines(6000)
 	plain := []byte(text)
-	objects := unitObjects(t, plain)
-	seekable := s3test.ZstdSeekable(plain, 100<<10, true)
-	objects = append(objects, struct {
-		name   string
-		comp   Compression
-		data   []byte
-		starts []int64
-	}{"zstd seekable", Zstd, seekable, seekStarts(t, seekable)})
 	r := rand.New(rand.NewPCG(5, 6))
-	for _, o := range objects {
+	for _, o := range unitObjectsAndSeekable(t, plain) {
 		t.Run(o.name, func(t *testing.T) {
 			for trial := range 8 {
 				i := r.IntN(len(o.starts) / 2)

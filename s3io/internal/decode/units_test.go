@@ -63,6 +63,23 @@ func unitObjects(t *testing.T, plain []byte) []struct {
 	}
 }
 
+// unitObjectsAndSeekable is unitObjects and a zstd seekable-format object of plain.
+func unitObjectsAndSeekable(t *testing.T, plain []byte) []struct {
+	name   string
+	comp   Compression
+	data   []byte
+	starts []int64
+} {
+	objects := unitObjects(t, plain)
+	seekable := s3test.ZstdSeekable(plain, 100<<10, true)
+	return append(objects, struct {
+		name   string
+		comp   Compression
+		data   []byte
+		starts []int64
+	}{"zstd seekable", Zstd, seekable, seekStarts(t, seekable)})
+}
+
 // pbzip2Streams returns what `pbzip2 -b1` writes of plain, and where its streams start:
 // pbzip2 compresses each 100,000 bytes (-b1) as a bzip2 -9 stream of its own, so its output
 // is byte for byte the concatenated `bzip2 -9` outputs of those chunks, whose starts
@@ -159,15 +176,7 @@ func TestOpenUnitsReadsEachRecordOnce(t *testing.T) {
 	text, lines := unitLines(6000)
 	plain := []byte(text)
 	r := rand.New(rand.NewPCG(3, 4))
-	objects := unitObjects(t, plain)
-	seekable := s3test.ZstdSeekable(plain, 100<<10, true)
-	objects = append(objects, struct {
-		name   string
-		comp   Compression
-		data   []byte
-		starts []int64
-	}{"zstd seekable", Zstd, seekable, seekStarts(t, seekable)})
-	for _, o := range objects {
+	for _, o := range unitObjectsAndSeekable(t, plain) {
 		t.Run(o.name, func(t *testing.T) {
 			for trial := range 12 {
 				var cuts []int64
