@@ -135,11 +135,11 @@ const minSegmentBytes = 64 << 10
 // segments cuts an object into segments of at most target bytes, as even as whole bytes
 // allow, so that readers of one large object work in parallel.
 func segments(o Member, target int64) []Member {
-	n := (o.Size + target - 1) / target
-	out := make([]Member, n)
-	for i := range n {
+	bounds := append(append([]int64{0}, evenCuts(o.Size, target)...), o.Size)
+	out := make([]Member, len(bounds)-1)
+	for i := range out {
 		out[i] = o
-		out[i].Start, out[i].End = o.Size*i/n, o.Size*(i+1)/n
+		out[i].Start, out[i].End = bounds[i], bounds[i+1]
 	}
 	return out
 }

@@ -124,9 +124,9 @@ func (p *planner) unitSegments(ctx context.Context, bucket string, m Member, com
 	// The others look four times as far as the first found its unit, the spacing of close
 	// units the object shows; up to unitProbeBytes for spaced ones, of which a probe pays
 	// only what it reads before the next (a shorter window would drop cuts).
-	window := int(min(max(4*(first-coarse[0]), minUnitProbeBytes), unitProbeBytes, max(segSize/2, minUnitProbeBytes)))
-	if spaced {
-		window = unitProbeBytes
+	window := unitProbeBytes
+	if !spaced {
+		window = int(min(max(4*(first-coarse[0]), minUnitProbeBytes), unitProbeBytes, max(segSize/2, minUnitProbeBytes)))
 	}
 	found := make([]int64, len(targets))
 	have := make([]bool, len(targets))
