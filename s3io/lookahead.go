@@ -19,8 +19,9 @@ import (
 // initial restrictions to the worker process as they pass, and a reader instance, once its
 // current restriction's parts are queued, queues the first members of the restrictions
 // announced next behind them (aheadFetches). When one of those restrictions starts on that
-// instance, it takes the fetches over; whatever it does not take is dropped and counted in
-// dropped_bytes.
+// instance, it takes the fetches over; when it starts on another instance of the same
+// worker (a runner that splits a bundle between its elements gives it to a new bundle), that
+// instance borrows them; whatever is not taken is dropped and counted in dropped_bytes.
 //
 // It is correct under splits, checkpoints and retries because what is fetched ahead is named
 // by content, not by restriction: a fetch is taken over only by a read of the same object,
@@ -38,10 +39,15 @@ const lookaheadDepth = 1
 // maxAnnounced bounds the announcements a process keeps: the oldest go first.
 const maxAnnounced = 256
 
-// aheadTTL is how long bytes fetched ahead wait for their restriction before they are
-// dropped, so that an instance left idle (its bundle failed, or the runner sent the
-// restriction elsewhere) does not hold the worker's memory.
-const aheadTTL = 30 * time.Second
+// aheadTTL is how long bytes fetched ahead wait for their restriction once their instance
+// is idle (its last restriction ended) before they are dropped, so that an instance left
+// idle (its bundle failed, or the runner sent the restriction elsewhere) does not hold the
+// worker's memory. It runs from the end of the current restriction, not from the fetch:
+// a restriction that takes longer than the TTL (a compressed segment on a loaded worker) is
+// still followed by the one fetched for it, and dropping those bytes meant fetching them
+// again (CI saw a pbzip2 object fetched 1.08× its size, and 1.44× with the cores loaded).
+// A variable so that tests can shorten it.
+var aheadTTL = 30 * time.Second
 
 // lookaheadFn announces the initial restrictions of the descriptors it passes on, holding
 // back lookaheadDepth of them (in the global window only: anywhere else it passes them on at
@@ -96,6 +102,9 @@ type announced struct {
 	d       SplitDescriptor
 	rest    restriction
 	claimed bool // a reader fetches ahead for it, or has started it
+	// holder is the instance that fetches ahead for it, if one did: another instance that
+	// starts it borrows those fetches (aheadFetches.borrow).
+	holder *aheadFetches
 }
 
 var announcements struct {
@@ -124,9 +133,15 @@ type fetchKey struct {
 // first member of a compressed object's segment, decoded too (see decodedAhead).
 type aheadFetch struct {
 	fetchKey
-	of    *fetch.ObjectFetch
-	mr    *memberRead // its decoding, started ahead (decodeFirst); nil if not
+	of *fetch.ObjectFetch
+	mr *memberRead // its decoding, started ahead (decodeFirst); nil if not
+	// timer expires it; set, and armed, once its instance is idle (aheadFetches.idle), and
+	// disarmed when the instance starts its next restriction.
 	timer *time.Timer
+	// armed, under aheadFetches.mu, is the arming a firing timer must still match to drop
+	// it (0: disarmed), so that a timer that fired as its instance started a restriction
+	// drops nothing, even once the instance is idle again.
+	armed, arms int
 	// an and m are the restriction and member af is the first member of, when that member is
 	// decoded ahead once the current restriction frees its window (decodedAhead).
 	an *announced
@@ -135,7 +150,7 @@ type aheadFetch struct {
 
 // drop frees what af holds: its decoding, which holds its fetch, or its fetch.
 func (af *aheadFetch) drop() {
-	af.timer.Stop()
+	af.stop()
 	if af.mr != nil {
 		af.mr.finish(context.Background())
 		return
@@ -143,10 +158,21 @@ func (af *aheadFetch) drop() {
 	af.of.Drop()
 }
 
+// stop disarms af's timer, if it has one; the caller holds aheadFetches.mu or owns af.
+func (af *aheadFetch) stop() {
+	af.armed = 0
+	if af.timer != nil {
+		af.timer.Stop()
+	}
+}
+
 // aheadFetches are a reader instance's fetches ahead, in the order they were queued.
 type aheadFetches struct {
 	key string
 	cur *announced // the announcement of the restriction being read, if it was announced
+	// next, under mu, is the announcement list is fetched for; nil once list is empty or
+	// was given up.
+	next *announced
 
 	mu   sync.Mutex
 	list []*aheadFetch
@@ -161,12 +187,17 @@ type aheadWant struct {
 	ahead bool        // fetched ahead, taken over
 }
 
-// take returns wants with their fetches: those fetched ahead for the same bytes, taken over
-// in order, and the rest queued now. What it passes over is dropped, and so is every fetch
+// take returns the wants of the restriction of descriptor id beginning at start with their
+// fetches: those fetched ahead for the same bytes by this instance or, borrowed, by another
+// one, taken over in order, and the rest queued now. What it passes over is dropped, and so is every fetch
 // ahead left once one want is queued anew: it would sit in the queue before that want's
 // parts.
-func (a *aheadFetches) take(wants []aheadWant, gets func(string) *fetch.Gets, f *fetch.Fetcher) []aheadWant {
+func (a *aheadFetches) take(id string, start position, wants []aheadWant, gets func(string) *fetch.Gets, f *fetch.Fetcher) []aheadWant {
+	borrowed := a.borrow(id, start)
 	a.mu.Lock()
+	if len(borrowed) > 0 {
+		a.list = append(borrowed, a.list...)
+	}
 	var drop []*aheadFetch
 	i, taken := 0, 0
 	for ; taken < len(wants); taken++ {
@@ -180,7 +211,7 @@ func (a *aheadFetches) take(wants []aheadWant, gets func(string) *fetch.Gets, f 
 		}
 		drop = append(drop, a.list[i:j]...)
 		af := a.list[j]
-		af.timer.Stop()
+		af.stop()
 		w.of, w.mr, w.ahead, i = af.of, af.mr, true, j+1
 	}
 	if taken < len(wants) {
@@ -188,6 +219,12 @@ func (a *aheadFetches) take(wants []aheadWant, gets func(string) *fetch.Gets, f 
 		a.list = a.list[:0]
 	} else {
 		a.list = append(a.list[:0], a.list[i:]...)
+	}
+	if len(a.list) == 0 || a.next != nil && a.next.d.ID == id && a.next.rest.Start == start {
+		a.next = nil // what is left, if anything, was for the restriction starting now
+	}
+	for _, af := range a.list {
+		af.stop() // the instance is busy again: what it still holds waits for its next restriction
 	}
 	a.mu.Unlock()
 	for _, af := range drop {
@@ -210,7 +247,7 @@ func (a *aheadFetches) started(id string, start position) {
 	a.cur = nil
 	for _, an := range announcements.list {
 		if an.key == a.key && an.d.ID == id && an.rest.Start == start {
-			an.claimed, a.cur = true, an
+			an.claimed, an.holder, a.cur = true, nil, an
 		}
 	}
 }
@@ -239,26 +276,42 @@ func (a *aheadFetches) fetchNext(f *fetch.Fetcher, gets func(string) *fetch.Gets
 		if an.claimed || an.key != a.key {
 			continue
 		}
-		an.claimed = true
+		an.claimed, an.holder, a.next = true, a, an
 		for _, w := range memberFetches(an.d, an.rest) {
 			af := &aheadFetch{fetchKey: w.fetchKey}
 			af.of = f.Add(gets(af.bucket), af.obj, af.rng)
 			if m := an.rest.Start.Member + w.i; w.i == 0 && decodedAhead(an.d.Members[m]) {
 				af.an, af.m = an, m
 			}
-			af.timer = time.AfterFunc(aheadTTL, func() { a.expire(af) })
 			a.list = append(a.list, af)
 		}
 		return
 	}
 }
 
-// expire drops af if no restriction has taken it.
-func (a *aheadFetches) expire(af *aheadFetch) {
+// idle arms the expiry of every fetch ahead: the instance's restriction has ended, and
+// until the next one starts (take) nothing else will take them.
+func (a *aheadFetches) idle() {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	for _, af := range a.list {
+		if af.armed != 0 {
+			continue
+		}
+		af.arms++
+		arm := af.arms
+		af.armed = arm
+		af.timer = time.AfterFunc(aheadTTL, func() { a.expire(af, arm) })
+	}
+}
+
+// expire drops af if no restriction has taken it and its instance has stayed idle since
+// the arming arm.
+func (a *aheadFetches) expire(af *aheadFetch, arm int) {
 	a.mu.Lock()
 	found := false
 	for i, x := range a.list {
-		if x == af {
+		if x == af && af.armed == arm {
 			a.list = append(a.list[:i:i], a.list[i+1:]...)
 			found = true
 			break
@@ -274,11 +327,59 @@ func (a *aheadFetches) expire(af *aheadFetch) {
 func (a *aheadFetches) dropAll() {
 	a.mu.Lock()
 	list := a.list
-	a.list = nil
+	a.list, a.next = nil, nil
 	a.mu.Unlock()
 	for _, af := range list {
 		af.drop()
 	}
+}
+
+// borrow takes from another instance of the worker what it fetched ahead for the
+// restriction of descriptor id beginning at start, which this instance is starting: a
+// runner that splits a bundle between its elements (prism does, when a stage seems to
+// stall) gives the restriction an instance fetched ahead for to another instance, which
+// would otherwise fetch its bytes again while the first one holds them until its bundle
+// ends. The fetches stay with the lending instance's fetcher, which reads and accounts for
+// them as before; they are bound to the borrower's context when taken (newRestrictionRead).
+func (a *aheadFetches) borrow(id string, start position) []*aheadFetch {
+	announcements.Lock()
+	var o *aheadFetches
+	var an *announced
+	for _, x := range announcements.list {
+		if x.key == a.key && x.d.ID == id && x.rest.Start == start && x.holder != nil && x.holder != a {
+			o, an, x.holder = x.holder, x, nil
+			break
+		}
+	}
+	announcements.Unlock()
+	if o == nil {
+		return nil
+	}
+	// The lender's lock is taken with no other held: the lender takes its own, then the
+	// announcements' (fetchNext).
+	o.mu.Lock()
+	if o.next != an {
+		o.mu.Unlock()
+		return nil // given up, or already dropped
+	}
+	list := o.list
+	o.list, o.next = nil, nil
+	for _, af := range list {
+		af.stop()
+	}
+	o.mu.Unlock()
+	// Only the fetches the lender's scheduler has reached are worth borrowing: the parts of
+	// one it has not would wait behind the lender's current restriction, so it is dropped
+	// (it has fetched nothing) and fetched anew by this instance. The lender's scheduler
+	// reaches its queue in order, so those it has reached come first.
+	n := 0
+	for n < len(list) && list[n].of.Started() {
+		n++
+	}
+	for _, af := range list[n:] {
+		af.drop()
+	}
+	return list[:n]
 }
 
 // decodeFirst starts decoding the first member of the restriction fetched ahead, with

@@ -125,6 +125,22 @@ func (f *aheadFixture) requested(t *testing.T, key string) {
 	}
 }
 
+// requestedOnce checks that the server saw no range of d's members requested twice.
+func (f *aheadFixture) requestedOnce(t *testing.T, d SplitDescriptor) {
+	t.Helper()
+	for _, m := range d.Members {
+		var ranges []string
+		for _, r := range f.srv.Requests(m.Key) {
+			ranges = append(ranges, r.Range)
+		}
+		sorted := slices.Clone(ranges)
+		slices.Sort(sorted)
+		if len(slices.Compact(sorted)) != len(ranges) {
+			t.Errorf("%s: ranges %v, want each requested once", m.Key, ranges)
+		}
+	}
+}
+
 // settled checks that everything the instance fetched was counted and given back.
 func (f *aheadFixture) settled(t *testing.T) {
 	t.Helper()
@@ -154,17 +170,7 @@ func TestLookaheadFetchesTheNextRestriction(t *testing.T) {
 	if !slices.Equal(got, f.want(d2)) {
 		t.Fatalf("second descriptor: %d records, want %d in order", len(got), len(f.want(d2)))
 	}
-	for _, m := range d2.Members {
-		var ranges []string
-		for _, r := range f.srv.Requests(m.Key) {
-			ranges = append(ranges, r.Range)
-		}
-		sorted := slices.Clone(ranges)
-		slices.Sort(sorted)
-		if len(slices.Compact(sorted)) != len(ranges) {
-			t.Errorf("%s: ranges %v, want each requested once", m.Key, ranges)
-		}
-	}
+	f.requestedOnce(t, d2)
 	if d := f.fn.fetcher.Stats().Dropped; d != 0 {
 		t.Errorf("dropped %d bytes; nothing fetched ahead went unused", d)
 	}
@@ -241,6 +247,80 @@ func TestLookaheadExpires(t *testing.T) {
 		t.Errorf("%d fetches ahead left after expiry", left)
 	}
 	f.settled(t)
+}
+
+// A fetch ahead waits for as long as its instance reads the restriction before it: only an
+// idle instance's fetches expire. Before, the TTL ran from the fetch, and a restriction
+// slower than it (a bzip2 segment on a loaded worker) dropped the next one's bytes, which
+// were then fetched again.
+func TestLookaheadWaitsForABusyInstance(t *testing.T) {
+	f := newAheadFixture(t)
+	d1, d2 := f.descriptor(t, "one", 1), f.descriptor(t, "two", 1)
+	f.announceAll(t, d1, d2)
+	// Any fetch armed while d1 is read expires at once; d1's first record waits until d2's
+	// fetch has been requested and has had many times that TTL. The TTL is back to its
+	// default before d1 ends, when the instance's fetches ahead are armed.
+	defer func(ttl time.Duration) { aheadTTL = ttl }(aheadTTL)
+	aheadTTL = time.Millisecond
+	var got []string
+	err := f.fn.process(context.Background(), f.fn.CreateTracker(fullRestriction(d1)), d1, func(_ int, _ int64, _ string, rec []byte) {
+		if len(got) == 0 {
+			f.requested(t, d2.Members[0].Key)
+			time.Sleep(100 * time.Millisecond)
+			aheadTTL = 30 * time.Second
+		}
+		got = append(got, string(rec))
+	}, func(fl Failure) { t.Errorf("failure %+v", fl) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(got, f.want(d1)) {
+		t.Fatalf("d1: %d records, want %d in order", len(got), len(f.want(d1)))
+	}
+	f.fn.ahead.mu.Lock()
+	held := len(f.fn.ahead.list)
+	f.fn.ahead.mu.Unlock()
+	if held != 1 {
+		t.Fatalf("%d fetches ahead after d1, want d2's one member, kept while d1 was read", held)
+	}
+	got2, _ := f.read(t, d2, fullRestriction(d2), 0, nil)
+	if !slices.Equal(got2, f.want(d2)) {
+		t.Fatalf("d2: %d records, want %d in order", len(got2), len(f.want(d2)))
+	}
+	if st := f.fn.fetcher.Stats(); st.Dropped != 0 || st.Cancelled != 0 || st.Received != d1.Members[0].Size+d2.Members[0].Size {
+		t.Errorf("stats %+v: want d2's fetch ahead taken over, nothing dropped, each object's %d and %d bytes received once", st, d1.Members[0].Size, d2.Members[0].Size)
+	}
+	f.settled(t)
+}
+
+// A restriction one instance fetched ahead for, which the runner gives to another instance
+// of the worker (prism splits a bundle between its elements when a stage seems to stall),
+// is borrowed by that instance: each of its ranges is requested once, its records are
+// exact, and neither instance drops a byte.
+func TestLookaheadLendsToAnotherInstance(t *testing.T) {
+	f := newAheadFixture(t)
+	d1, d2 := f.descriptor(t, "one", 1), f.descriptor(t, "two", 2)
+	f.announceAll(t, d1, d2)
+	g := *f
+	g.fn = &reader{Cfg: f.fn.Cfg}
+	if err := g.fn.Setup(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(g.fn.Teardown)
+	if got, _ := f.read(t, d1, fullRestriction(d1), 0, nil); !slices.Equal(got, f.want(d1)) {
+		t.Fatalf("d1: %d records, want %d in order", len(got), len(f.want(d1)))
+	}
+	f.requested(t, d2.Members[0].Key) // fetched ahead by the first instance
+	if got, _ := g.read(t, d2, fullRestriction(d2), 0, nil); !slices.Equal(got, f.want(d2)) {
+		t.Fatalf("d2 on the second instance: %d records, want %d in order", len(got), len(f.want(d2)))
+	}
+	f.requestedOnce(t, d2)
+	f.settled(t)
+	g.settled(t)
+	a, b := f.fn.fetcher.Stats(), g.fn.fetcher.Stats()
+	if a.Dropped != 0 || b.Dropped != 0 || a.Received+b.Received != d1.Members[0].Size+d2.Members[0].Size+d2.Members[1].Size {
+		t.Errorf("stats %+v and %+v: want every object's bytes received once, none dropped", a, b)
+	}
 }
 
 // On prism, the step before the reader announces every descriptor before the reader's stage

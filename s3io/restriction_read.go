@@ -30,7 +30,7 @@ func (fn *reader) newRestrictionRead(ctx context.Context, d SplitDescriptor, res
 	rd.ahead, _ = fn.Cfg.decoding()
 	n := max(rd.last-rest.Start.Member+1, 0)
 	rd.fetches, rd.reads = make([]*fetch.ObjectFetch, n), make([]*memberRead, n)
-	for _, w := range fn.ahead.take(memberFetches(d, rest), fn.getsFor, fn.fetcher) {
+	for _, w := range fn.ahead.take(d.ID, rest.Start, memberFetches(d, rest), fn.getsFor, fn.fetcher) {
 		if w.ahead {
 			metricFetchedAhead.Inc(ctx, 1)
 		}
@@ -112,10 +112,11 @@ func (rd *restrictionRead) truncate(ctx context.Context, last int) {
 	rd.last = min(rd.last, last)
 }
 
-// close drops everything the read still holds and accounts for what the fetcher
-// transferred.
+// close drops everything the read still holds, starts the expiry of what the instance
+// fetched ahead, and accounts for what the fetcher transferred.
 func (rd *restrictionRead) close(ctx context.Context) {
 	rd.truncate(ctx, rd.start.Member-1)
+	rd.fn.ahead.idle()
 	rd.fn.reportFetches(ctx)
 }
 

@@ -336,6 +336,14 @@ func (f *Fetcher) releasePart(p *part) {
 	p.buf = nil
 }
 
+// Started reports whether the scheduler has reached of: its parts are being issued, and
+// every object queued before it is issued whole.
+func (of *ObjectFetch) Started() bool {
+	of.f.mu.Lock()
+	defer of.f.mu.Unlock()
+	return of.taken
+}
+
 // Cancel ends of's requests; its reader then fails. It does not wait for them to end.
 func (of *ObjectFetch) Cancel() { of.cancel() }
 
