@@ -3,6 +3,7 @@ package s3io
 import (
 	"context"
 	"encoding/json"
+	"slices"
 	"sync"
 	"time"
 
@@ -253,28 +254,36 @@ func (a *aheadFetches) started(id string, start position) {
 }
 
 // fetchNext queues, behind everything queued, every member of the restriction announced
-// next after the instance's current one (or the earliest announced, if the current one was
-// not announced: a residual) that no reader has claimed, and claims it. One restriction
-// ahead is enough to keep the pipeline of parts full across the boundary; the budget bounds
-// how much of it is fetched before it starts.
+// right after the instance's current one, if no reader has claimed it, and claims it. One
+// restriction ahead is enough to keep the pipeline of parts full across the boundary; the
+// budget bounds how much of it is fetched before it starts.
+//
+// Only that one: if another reader has claimed it, a runner split the bundle there (prism
+// does, between elements, when a stage seems to stall), and what follows belongs to the
+// bundle split away, whose own instance reads it in order. Looking further, an instance
+// claimed the last restriction of the other bundle, fetched and decoded most of it ahead,
+// and dropped it when its own bundle ended, while the other instance read it again (CI:
+// a pbzip2 object's last 16.3 MB segment fetched twice, 6.57 MB of it dropped unread). A
+// residual (a current restriction that was not announced) fetches nothing ahead either: a
+// runner schedules a residual in a bundle of its own.
 func (a *aheadFetches) fetchNext(f *fetch.Fetcher, gets func(string) *fetch.Gets) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	if len(a.list) > 0 {
-		return // still fetching ahead for the next one
+	if len(a.list) > 0 || a.cur == nil {
+		return // still fetching ahead for the next one, or a residual
 	}
 	announcements.Lock()
 	defer announcements.Unlock()
-	list := announcements.list
-	for i, an := range list {
-		if an == a.cur {
-			list = list[i+1:]
-			break
-		}
+	i := slices.Index(announcements.list, a.cur)
+	if i < 0 {
+		return // forgotten: maxAnnounced newer ones came since
 	}
-	for _, an := range list {
-		if an.claimed || an.key != a.key {
+	for _, an := range announcements.list[i+1:] {
+		if an.key != a.key {
 			continue
+		}
+		if an.claimed {
+			return
 		}
 		an.claimed, an.holder, a.next = true, a, an
 		for _, w := range memberFetches(an.d, an.rest) {

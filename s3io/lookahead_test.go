@@ -323,6 +323,41 @@ func TestLookaheadLendsToAnotherInstance(t *testing.T) {
 	}
 }
 
+// An instance fetches ahead only the restriction announced right after its own: when
+// another instance started that one, a runner split the bundle there, and the restrictions
+// after it are that instance's to read, not to be fetched twice.
+func TestLookaheadStopsAtASplitBundle(t *testing.T) {
+	f := newAheadFixture(t)
+	d1, d2, d3, d4 := f.descriptor(t, "one", 1), f.descriptor(t, "two", 1), f.descriptor(t, "three", 1), f.descriptor(t, "four", 1)
+	f.announceAll(t, d1, d2, d3, d4)
+	g := *f
+	g.fn = &reader{Cfg: f.fn.Cfg}
+	if err := g.fn.Setup(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(g.fn.Teardown)
+	// The bundle was split before d2: the second instance reads d2, and fetches d3 ahead.
+	if got, _ := g.read(t, d2, fullRestriction(d2), 0, nil); !slices.Equal(got, f.want(d2)) {
+		t.Fatalf("d2: %d records, want %d in order", len(got), len(f.want(d2)))
+	}
+	f.requested(t, d3.Members[0].Key)
+	// The first instance reads d1, the last of its bundle: it fetches nothing ahead.
+	if got, _ := f.read(t, d1, fullRestriction(d1), 0, nil); !slices.Equal(got, f.want(d1)) {
+		t.Fatalf("d1: %d records, want %d in order", len(got), len(f.want(d1)))
+	}
+	if st := f.fn.fetcher.Stats(); st.Received != d1.Members[0].Size || len(f.srv.Requests(d4.Members[0].Key)) != 0 {
+		t.Errorf("the first instance received %d bytes for d1's %d, and d4 was requested %d times: want nothing fetched ahead past the split", st.Received, d1.Members[0].Size, len(f.srv.Requests(d4.Members[0].Key)))
+	}
+	for _, d := range []SplitDescriptor{d3, d4} {
+		if got, _ := g.read(t, d, fullRestriction(d), 0, nil); !slices.Equal(got, f.want(d)) {
+			t.Fatalf("%s: %d records, want %d in order", d.Members[0].Key, len(got), len(f.want(d)))
+		}
+		f.requestedOnce(t, d)
+	}
+	f.settled(t)
+	g.settled(t)
+}
+
 // On prism, the step before the reader announces every descriptor before the reader's stage
 // begins: each restriction after the first finds its members fetched ahead, and the records
 // are exactly the objects'.

@@ -34,7 +34,8 @@ import "github.com/apache/beam/sdks/v2/go/pkg/beam"
 //	dropped_bytes                    bytes fetched ahead and dropped unread for the same reasons, or
 //	                                 because the restriction they were fetched for did not come next
 //	members_fetched_ahead            members whose fetch began before their restriction did, announced
-//	                                 by the step before the reader (lookahead.go)
+//	                                 by the step before the reader (lookahead.go), on the instance
+//	                                 that reads it or, borrowed, on another one of the same worker
 //	objects_failed                   objects quarantined (each a Failure)
 //	objects_failed_<reason>          the same by reason: deleted, overwritten, corrupt,
 //	                                 record_too_large, unreadable, archived
