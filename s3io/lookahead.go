@@ -44,9 +44,9 @@ const maxAnnounced = 256
 // is idle (its last restriction ended) before they are dropped, so that an instance left
 // idle (its bundle failed, or the runner sent the restriction elsewhere) does not hold the
 // worker's memory. It runs from the end of the current restriction, not from the fetch:
-// a restriction that takes longer than the TTL (a compressed segment on a loaded worker) is
-// still followed by the one fetched for it, and dropping those bytes meant fetching them
-// again (CI saw a pbzip2 object fetched 1.08× its size, and 1.44× with the cores loaded).
+// a restriction that takes longer than the TTL (a compressed segment on a loaded worker:
+// one run with a second test process and busy loops on the two cores expired several) is
+// still followed by the one fetched for it, which would otherwise fetch those bytes again.
 // A variable so that tests can shorten it.
 var aheadTTL = 30 * time.Second
 
@@ -174,6 +174,12 @@ type aheadFetches struct {
 	// next, under mu, is the announcement list is fetched for; nil once list is empty or
 	// was given up.
 	next *announced
+	// report adds what the instance's fetcher transferred to the metrics; lenders, under mu,
+	// are the reports of the instances whose fetches the current restriction borrowed: the
+	// lender's bundle may have ended, and its instance may never report again, before the
+	// borrowed parts have all arrived, so the borrower reports them when its restriction ends.
+	report  func(context.Context)
+	lenders []func(context.Context)
 
 	mu   sync.Mutex
 	list []*aheadFetch
@@ -194,10 +200,11 @@ type aheadWant struct {
 // ahead left once one want is queued anew: it would sit in the queue before that want's
 // parts.
 func (a *aheadFetches) take(id string, start position, wants []aheadWant, gets func(string) *fetch.Gets, f *fetch.Fetcher) []aheadWant {
-	borrowed := a.borrow(id, start)
+	borrowed, lender := a.borrow(id, start)
 	a.mu.Lock()
 	if len(borrowed) > 0 {
 		a.list = append(borrowed, a.list...)
+		a.lenders = append(a.lenders, lender)
 	}
 	var drop []*aheadFetch
 	i, taken := 0, 0
@@ -350,7 +357,7 @@ func (a *aheadFetches) dropAll() {
 // would otherwise fetch its bytes again while the first one holds them until its bundle
 // ends. The fetches stay with the lending instance's fetcher, which reads and accounts for
 // them as before; they are bound to the borrower's context when taken (newRestrictionRead).
-func (a *aheadFetches) borrow(id string, start position) []*aheadFetch {
+func (a *aheadFetches) borrow(id string, start position) ([]*aheadFetch, func(context.Context)) {
 	announcements.Lock()
 	var o *aheadFetches
 	var an *announced
@@ -362,14 +369,14 @@ func (a *aheadFetches) borrow(id string, start position) []*aheadFetch {
 	}
 	announcements.Unlock()
 	if o == nil {
-		return nil
+		return nil, nil
 	}
 	// The lender's lock is taken with no other held: the lender takes its own, then the
 	// announcements' (fetchNext).
 	o.mu.Lock()
 	if o.next != an {
 		o.mu.Unlock()
-		return nil // given up, or already dropped
+		return nil, nil // given up, or already dropped
 	}
 	list := o.list
 	o.list, o.next = nil, nil
@@ -388,7 +395,17 @@ func (a *aheadFetches) borrow(id string, start position) []*aheadFetch {
 	for _, af := range list[n:] {
 		af.drop()
 	}
-	return list[:n]
+	return list[:n], o.report
+}
+
+// lent returns, and forgets, the reports of the instances the restriction ending now
+// borrowed from.
+func (a *aheadFetches) lent() []func(context.Context) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	l := a.lenders
+	a.lenders = nil
+	return l
 }
 
 // decodeFirst starts decoding the first member of the restriction fetched ahead, with

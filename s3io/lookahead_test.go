@@ -311,10 +311,17 @@ func TestLookaheadLendsToAnotherInstance(t *testing.T) {
 		t.Fatalf("d1: %d records, want %d in order", len(got), len(f.want(d1)))
 	}
 	f.requested(t, d2.Members[0].Key) // fetched ahead by the first instance
+	lenderReports := 0
+	f.fn.ahead.report = func(ctx context.Context) { lenderReports++; f.fn.reportFetches(ctx) }
 	if got, _ := g.read(t, d2, fullRestriction(d2), 0, nil); !slices.Equal(got, f.want(d2)) {
 		t.Fatalf("d2 on the second instance: %d records, want %d in order", len(got), len(f.want(d2)))
 	}
 	f.requestedOnce(t, d2)
+	// The borrower counted what the lender's fetcher transferred for it: the lender's bundle
+	// may be over, and the lender may never report again.
+	if st, rep := f.fn.fetcher.Stats(), f.fn.reported; lenderReports != 1 || st != rep {
+		t.Errorf("the borrower reported the lender's fetches %d times (want once); the lender's fetcher transferred %+v, the metrics were told %+v", lenderReports, st, rep)
+	}
 	f.settled(t)
 	g.settled(t)
 	a, b := f.fn.fetcher.Stats(), g.fn.fetcher.Stats()

@@ -118,15 +118,20 @@ func (rd *restrictionRead) close(ctx context.Context) {
 	rd.truncate(ctx, rd.start.Member-1)
 	rd.fn.ahead.idle()
 	rd.fn.reportFetches(ctx)
+	for _, report := range rd.fn.ahead.lent() {
+		report(ctx)
+	}
 }
 
 // reportFetches counts what the instance's fetcher transferred since the last report: the
 // fetcher outlives restrictions, and what it fetched ahead and dropped is counted in the
 // report that follows the drop, at the latest at the bundle's end.
 func (fn *reader) reportFetches(ctx context.Context) {
+	fn.reportMu.Lock()
 	all := fn.fetcher.Stats()
 	st := all.Since(fn.reported)
 	fn.reported = all
+	fn.reportMu.Unlock()
 	metricGets.Inc(ctx, st.Gets)
 	metricBodyResumes.Inc(ctx, st.Resumes)
 	metricRawBytes.Inc(ctx, st.Received)

@@ -37,7 +37,10 @@ type reader struct {
 	fetcher     *fetch.Fetcher
 	releasePool func()
 	gets        map[string]*fetch.Gets // by bucket
-	reported    fetch.Stats            // the fetcher's counts last added to the metrics
+	// reported is the fetcher's counts last added to the metrics; under reportMu, since an
+	// instance that borrowed this one's fetches ahead reports them too (aheadFetches.borrow).
+	reportMu sync.Mutex
+	reported fetch.Stats
 	// ahead holds what the instance fetches for restrictions announced and not yet started
 	// (lookahead.go).
 	ahead aheadFetches
@@ -63,7 +66,7 @@ func (fn *reader) Setup(ctx context.Context) error {
 	pool, release := fetch.WorkerPool(fn.Cfg.WorkerBufferBytes)
 	fn.fetcher, fn.releasePool = fetch.NewFetcher(context.Background(), fn.Cfg.fetchSettings(), pool, fn.Cfg.newBudget(pool)), release
 	fn.gets = map[string]*fetch.Gets{}
-	fn.ahead.key = lookaheadKey(fn.Cfg)
+	fn.ahead.key, fn.ahead.report = lookaheadKey(fn.Cfg), fn.reportFetches
 	return nil
 }
 
