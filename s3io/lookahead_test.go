@@ -80,6 +80,19 @@ func (f *aheadFixture) announceAll(t *testing.T, ds ...SplitDescriptor) {
 	}
 }
 
+// otherInstance returns the fixture with a second reader instance of the same Config, as
+// a runner that splits a bundle runs the new bundle on: same worker, same announcements.
+func (f *aheadFixture) otherInstance(t *testing.T) *aheadFixture {
+	t.Helper()
+	g := *f
+	g.fn = &reader{Cfg: f.fn.Cfg}
+	if err := g.fn.Setup(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(g.fn.Teardown)
+	return &g
+}
+
 // read processes rest of d, splitting after the k-th record when residual is set, and
 // returns the records and failures.
 func (f *aheadFixture) read(t *testing.T, d SplitDescriptor, rest restriction, k int, residual *restriction) ([]string, []Failure) {
@@ -301,12 +314,7 @@ func TestLookaheadLendsToAnotherInstance(t *testing.T) {
 	f := newAheadFixture(t)
 	d1, d2 := f.descriptor(t, "one", 1), f.descriptor(t, "two", 2)
 	f.announceAll(t, d1, d2)
-	g := *f
-	g.fn = &reader{Cfg: f.fn.Cfg}
-	if err := g.fn.Setup(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(g.fn.Teardown)
+	g := f.otherInstance(t)
 	if got, _ := f.read(t, d1, fullRestriction(d1), 0, nil); !slices.Equal(got, f.want(d1)) {
 		t.Fatalf("d1: %d records, want %d in order", len(got), len(f.want(d1)))
 	}
@@ -337,12 +345,7 @@ func TestLookaheadStopsAtASplitBundle(t *testing.T) {
 	f := newAheadFixture(t)
 	d1, d2, d3, d4 := f.descriptor(t, "one", 1), f.descriptor(t, "two", 1), f.descriptor(t, "three", 1), f.descriptor(t, "four", 1)
 	f.announceAll(t, d1, d2, d3, d4)
-	g := *f
-	g.fn = &reader{Cfg: f.fn.Cfg}
-	if err := g.fn.Setup(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(g.fn.Teardown)
+	g := f.otherInstance(t)
 	// The bundle was split before d2: the second instance reads d2, and fetches d3 ahead.
 	if got, _ := g.read(t, d2, fullRestriction(d2), 0, nil); !slices.Equal(got, f.want(d2)) {
 		t.Fatalf("d2: %d records, want %d in order", len(got), len(f.want(d2)))
