@@ -196,9 +196,9 @@ type aheadWant struct {
 
 // take returns the wants of the restriction of descriptor id beginning at start with their
 // fetches: those fetched ahead for the same bytes by this instance or, borrowed, by another
-// one, taken over in order, and the rest queued now. What it passes over is dropped, and so is every fetch
-// ahead left once one want is queued anew: it would sit in the queue before that want's
-// parts.
+// one, taken over in order, and the rest queued now. What it passes over is dropped, and so
+// is every fetch ahead left once one want is queued anew: it would sit in the queue before
+// that want's parts.
 func (a *aheadFetches) take(id string, start position, wants []aheadWant, gets func(string) *fetch.Gets, f *fetch.Fetcher) []aheadWant {
 	borrowed, lender := a.borrow(id, start)
 	a.mu.Lock()
