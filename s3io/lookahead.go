@@ -139,10 +139,10 @@ type aheadFetch struct {
 	// timer expires it; set, and armed, once its instance is idle (aheadFetches.idle), and
 	// disarmed when the instance starts its next restriction.
 	timer *time.Timer
-	// armed, under aheadFetches.mu, is the arming a firing timer must still match to drop
-	// it (0: disarmed), so that a timer that fired as its instance started a restriction
-	// drops nothing, even once the instance is idle again.
-	armed, arms int
+	// arms, under aheadFetches.mu, counts its armings and disarmings: a firing timer drops
+	// it only if none came since its own, so that a timer that fired as its instance
+	// started a restriction drops nothing, even once the instance is idle again.
+	arms int
 	// an and m are the restriction and member af is the first member of, when that member is
 	// decoded ahead once the current restriction frees its window (decodedAhead).
 	an *announced
@@ -161,7 +161,7 @@ func (af *aheadFetch) drop() {
 
 // stop disarms af's timer, if it has one; the caller holds aheadFetches.mu or owns af.
 func (af *aheadFetch) stop() {
-	af.armed = 0
+	af.arms++
 	if af.timer != nil {
 		af.timer.Stop()
 	}
@@ -311,12 +311,9 @@ func (a *aheadFetches) idle() {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	for _, af := range a.list {
-		if af.armed != 0 {
-			continue
-		}
+		af.stop()
 		af.arms++
 		arm := af.arms
-		af.armed = arm
 		af.timer = time.AfterFunc(aheadTTL, func() { a.expire(af, arm) })
 	}
 }
@@ -327,7 +324,7 @@ func (a *aheadFetches) expire(af *aheadFetch, arm int) {
 	a.mu.Lock()
 	found := false
 	for i, x := range a.list {
-		if x == af && af.armed == arm {
+		if x == af && af.arms == arm {
 			a.list = append(a.list[:i:i], a.list[i+1:]...)
 			found = true
 			break
