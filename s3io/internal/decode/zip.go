@@ -1,0 +1,321 @@
+package decode
+
+import (
+	"archive/zip"
+	"bytes"
+	"cmp"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"slices"
+	"strings"
+
+	"github.com/klauspost/compress/flate"
+)
+
+// zipTailBytes is how much of a zip's end the first ranged GET fetches: the end of central
+// directory record (22 bytes plus a comment of up to 64 KiB) and, for archives of up to
+// about a thousand entries, the whole central directory.
+const zipTailBytes = 128 << 10
+
+// maxZipDirectoryBytes bounds the central directory held in memory (~100 bytes per entry:
+// about a million entries).
+const maxZipDirectoryBytes = 256 << 20
+
+// zipEntries yields the regular files of a zip, in the order of their local headers, read
+// from the object's stream; the central directory comes from a ranged GET of the tail.
+type zipEntries struct {
+	at      *zipSource
+	files   []*zip.File
+	next    int
+	dec     entryDecoder   // an entry's own codec, by its name (auto mode)
+	methods *Decompressors // the zip compression methods beyond deflate
+	cur     io.ReadCloser
+}
+
+func (d *Decompressors) openZip(mode Compression, obj ObjectInfo, stream io.Reader) (Entries, error) {
+	at := &zipSource{fwd: stream, fetched: &d.src, size: obj.Size, readRange: obj.ReadRange, tailStart: obj.Size}
+	zr, err := zip.NewReader(at, obj.Size)
+	if err != nil {
+		return nil, zipError(err, &d.src)
+	}
+	offsets, err := at.headerOffsets(len(zr.File))
+	if err != nil {
+		return nil, zipError(err, &d.src)
+	}
+	at.streaming = true
+	z := &zipEntries{at: at, dec: entryDecoder{mode: mode, kind: "zip", outer: d}, methods: d.inner(&d.methods)}
+	z.registerMethods(zr)
+	type entry struct {
+		f   *zip.File
+		off int64
+	}
+	var files []entry
+	for i, f := range zr.File {
+		// Not directories or links; an entry zip wrote from a pipe (stdin) is data.
+		if m := f.Mode(); !m.IsDir() && m&(fs.ModeSymlink|fs.ModeDevice|fs.ModeSocket|fs.ModeIrregular) == 0 && !strings.HasSuffix(f.Name, "/") {
+			files = append(files, entry{f, offsets[i]})
+		}
+	}
+	// Archive order is the order of the local headers, which the stream passes once.
+	slices.SortStableFunc(files, func(a, b entry) int { return cmp.Compare(a.off, b.off) })
+	for _, e := range files {
+		z.files = append(z.files, e.f)
+	}
+	return z, nil
+}
+
+// zipError classifies what archive/zip reports: a format error is corruption, an unknown
+// method is unsupported, a failed fetch is itself.
+func zipError(err error, src *source) error {
+	switch {
+	case err == nil || err == io.EOF:
+		return err
+	case src.err != nil:
+		return src.err
+	case errors.Is(err, ErrUnsupported):
+		return err
+	case errors.Is(err, zip.ErrAlgorithm):
+		return fmt.Errorf("%w: %v", ErrUnsupported, err)
+	}
+	var fe *fetchError
+	if errors.As(err, &fe) {
+		return fe.err
+	}
+	return corruptError("zip", err)
+}
+
+// The zip compression methods read besides store and deflate (APPNOTE 4.4.5).
+const (
+	zipBzip2 = 12
+	zipLZMA  = 14
+	zipZstd  = 93
+	zipXz    = 95
+)
+
+func (z *zipEntries) registerMethods(zr *zip.Reader) {
+	var fl io.ReadCloser
+	zr.RegisterDecompressor(zip.Deflate, func(r io.Reader) io.ReadCloser {
+		if fl == nil {
+			fl = flate.NewReader(r)
+		} else {
+			_ = fl.(flate.Resetter).Reset(r, nil)
+		}
+		return io.NopCloser(fl)
+	})
+	for method, codec := range map[uint16]Compression{zipBzip2: Bzip2, zipZstd: Zstd, zipXz: Xz} {
+		zr.RegisterDecompressor(method, func(r io.Reader) io.ReadCloser {
+			s, _, err := z.methods.Open(codec, "", r)
+			if err != nil {
+				return io.NopCloser(errReader{err})
+			}
+			return io.NopCloser(s)
+		})
+	}
+}
+
+type errReader struct{ err error }
+
+func (e errReader) Read([]byte) (int, error) { return 0, e.err }
+
+func (z *zipEntries) Next() (Entry, error) {
+	if z.cur != nil {
+		z.cur.Close()
+		z.cur = nil
+	}
+	if z.next == len(z.files) {
+		return Entry{}, io.EOF
+	}
+	f := z.files[z.next]
+	z.next++
+	if f.Flags&0x1 != 0 {
+		return Entry{}, fmt.Errorf("%w: zip entry %q is encrypted; s3io reads no encrypted entries (decrypt and repack the archive)", ErrUnsupported, f.Name)
+	}
+	switch f.Method {
+	case zip.Store, zip.Deflate, zipBzip2, zipZstd, zipXz:
+	case zipLZMA:
+		return Entry{}, fmt.Errorf("%w: zip entry %q is compressed with LZMA (method 14); repack the archive with deflate, zstd or xz", ErrUnsupported, f.Name)
+	default:
+		return Entry{}, fmt.Errorf("%w: zip entry %q uses compression method %d; s3io reads store, deflate, bzip2, zstd and xz entries", ErrUnsupported, f.Name, f.Method)
+	}
+	rc, err := f.Open()
+	if err != nil {
+		return Entry{}, fmt.Errorf("zip entry %q: %w", f.Name, zipError(err, z.at.fetched))
+	}
+	z.cur = rc
+	r, err := z.dec.open(f.Name, zipBody{rc, z.at})
+	if err != nil {
+		return Entry{}, err
+	}
+	return Entry{Name: f.Name, R: r}, nil
+}
+
+// zipBody classifies the errors of an entry's bytes.
+type zipBody struct {
+	r  io.Reader
+	at *zipSource
+}
+
+func (b zipBody) Read(p []byte) (int, error) {
+	n, err := b.r.Read(p)
+	if err == zip.ErrChecksum {
+		return n, corruptError("zip", fmt.Errorf("the entry's CRC-32 does not match its bytes"))
+	}
+	return n, zipError(err, b.at.fetched)
+}
+
+// zipSource is the io.ReaderAt archive/zip reads through: the central directory from the
+// object's tail, fetched with ranged GETs, and then the entries from the object's stream,
+// forward only (entries are read in the order of their offsets).
+type zipSource struct {
+	fwd       io.Reader // the object's bytes from offset 0
+	fetched   *source   // fwd's fetch, for its errors
+	pos       int64     // fwd's offset
+	size      int64
+	readRange RangeReader
+	tailStart int64
+	tail      []byte // the bytes [tailStart, size)
+	streaming bool   // the directory is read: offsets below tailStart come from fwd
+}
+
+// fetchError is a failed ranged GET of the tail: it is reported as itself, not corruption.
+type fetchError struct{ err error }
+
+func (e *fetchError) Error() string { return e.err.Error() }
+func (e *fetchError) Unwrap() error { return e.err }
+
+func (z *zipSource) ReadAt(p []byte, off int64) (int, error) {
+	if off < 0 {
+		return 0, errors.New("zip: negative offset")
+	}
+	if off >= z.size {
+		return 0, io.EOF
+	}
+	if !z.streaming && off < z.tailStart {
+		if err := z.extendTail(off); err != nil {
+			return 0, err
+		}
+	}
+	if off >= z.tailStart {
+		n := copy(p, z.tail[off-z.tailStart:])
+		if n < len(p) {
+			return n, io.EOF
+		}
+		return n, nil
+	}
+	if off < z.pos {
+		return 0, fmt.Errorf("zip: entries overlap: a read at byte %d after byte %d was read", off, z.pos)
+	}
+	if _, err := io.CopyN(io.Discard, z.fwd, off-z.pos); err != nil {
+		return 0, err
+	}
+	z.pos = off
+	n, err := io.ReadFull(z.fwd, p[:min(int64(len(p)), z.size-off)])
+	z.pos += int64(n)
+	if err == nil && n < len(p) {
+		err = io.EOF
+	}
+	if err == io.ErrUnexpectedEOF {
+		err = io.EOF
+	}
+	return n, err
+}
+
+// extendTail fetches the bytes from off (or more: at least zipTailBytes) up to the tail
+// already held.
+func (z *zipSource) extendTail(off int64) error {
+	from := max(0, min(off, z.tailStart-zipTailBytes))
+	if z.size-from > maxZipDirectoryBytes {
+		return fmt.Errorf("%w: the zip's central directory is larger than %d MiB", ErrUnsupported, maxZipDirectoryBytes>>20)
+	}
+	b, err := z.readRange(from, z.tailStart)
+	if err != nil {
+		return &fetchError{err}
+	}
+	if int64(len(b)) != z.tailStart-from {
+		return &fetchError{fmt.Errorf("s3io: a ranged GET of bytes [%d, %d) returned %d bytes", from, z.tailStart, len(b))}
+	}
+	z.tail = append(b, z.tail...)
+	z.tailStart = from
+	return nil
+}
+
+// headerOffsets returns the offset of each central directory entry's local header, in
+// directory order: archive/zip keeps them to itself, and the stream must pass the entries
+// in the order of their offsets. The directory is in the tail by now (zip.NewReader read
+// it), after the end records that say where it starts.
+func (z *zipSource) headerOffsets(count int) ([]int64, error) {
+	tail := z.tail
+	eocd := bytes.LastIndex(tail, []byte("PK\x05\x06"))
+	if eocd < 0 || len(tail)-eocd < 22 {
+		return nil, errors.New("zip: no end of central directory record")
+	}
+	dirSize := int64(binary.LittleEndian.Uint32(tail[eocd+12:]))
+	dirOffset := int64(binary.LittleEndian.Uint32(tail[eocd+16:]))
+	end := int64(eocd) // where the directory ends, in tail
+	if dirOffset == 0xffffffff || dirSize == 0xffffffff {
+		loc := eocd - 20 // the zip64 end of central directory locator
+		if loc < 0 || !bytes.Equal(tail[loc:loc+4], []byte("PK\x06\x07")) {
+			return nil, errors.New("zip: no zip64 end of central directory locator")
+		}
+		rec := bytes.LastIndex(tail[:loc], []byte("PK\x06\x06"))
+		if rec < 0 || loc-rec < 56 {
+			return nil, errors.New("zip: no zip64 end of central directory record")
+		}
+		dirSize = int64(binary.LittleEndian.Uint64(tail[rec+40:]))
+		dirOffset = int64(binary.LittleEndian.Uint64(tail[rec+48:]))
+		end = int64(rec)
+	}
+	start := end - dirSize
+	if start < 0 {
+		return nil, errors.New("zip: the central directory is not in the bytes read")
+	}
+	base := z.tailStart + start - dirOffset // bytes prepended to the archive (a self-extractor)
+	dir := tail[start:end]
+	offsets := make([]int64, 0, count)
+	for len(offsets) < count {
+		if len(dir) < 46 || !bytes.Equal(dir[:4], []byte("PK\x01\x02")) {
+			return nil, errors.New("zip: a central directory entry is malformed")
+		}
+		nameLen := int(binary.LittleEndian.Uint16(dir[28:]))
+		extraLen := int(binary.LittleEndian.Uint16(dir[30:]))
+		commentLen := int(binary.LittleEndian.Uint16(dir[32:]))
+		if len(dir) < 46+nameLen+extraLen+commentLen {
+			return nil, errors.New("zip: a central directory entry is cut short")
+		}
+		off := int64(binary.LittleEndian.Uint32(dir[42:]))
+		if off == 0xffffffff {
+			off = zip64HeaderOffset(dir, dir[46+nameLen:46+nameLen+extraLen])
+		}
+		offsets = append(offsets, base+off)
+		dir = dir[46+nameLen+extraLen+commentLen:]
+	}
+	return offsets, nil
+}
+
+// zip64HeaderOffset reads the local header offset from a zip64 extra field, whose 8-byte
+// values are present only for the fields the fixed header marks 0xffffffff, in the order
+// uncompressed size, compressed size, header offset.
+func zip64HeaderOffset(hdr, extra []byte) int64 {
+	for len(extra) >= 4 {
+		id, size := binary.LittleEndian.Uint16(extra), int(binary.LittleEndian.Uint16(extra[2:]))
+		if len(extra) < 4+size {
+			break
+		}
+		if id == 0x0001 {
+			field := extra[4 : 4+size]
+			for _, at := range []int{24, 20} { // uncompressed, compressed size
+				if binary.LittleEndian.Uint32(hdr[at:]) == 0xffffffff && len(field) >= 8 {
+					field = field[8:]
+				}
+			}
+			if len(field) >= 8 {
+				return int64(binary.LittleEndian.Uint64(field))
+			}
+		}
+		extra = extra[4+size:]
+	}
+	return -1
+}
