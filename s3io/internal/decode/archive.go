@@ -47,10 +47,25 @@ func (d *Decompressors) OpenEntries(mode Compression, obj ObjectInfo, src io.Rea
 		return nil, nil, comp, err
 	}
 	stream = io.MultiReader(bytes.NewReader(head[:n]), stream)
-	if IsTar(head[:n]) {
+	switch {
+	case IsTar(head[:n]):
 		return d.openTar(mode, stream), nil, comp, nil
+	case NamesTar(obj.Key) && (n == 0 || n == MagicLen && allZero(head)):
+		return d.openTar(mode, stream), nil, comp, nil // an empty archive: no entries
+	case NamesTar(obj.Key):
+		// Framed as text, a damaged header would come out as records.
+		return nil, nil, comp, corruptError("tar", fmt.Errorf("the object is named as a tar, but its first %d decoded bytes are not a tar header (its checksum does not match)", n))
 	}
 	return nil, stream, comp, nil
+}
+
+func allZero(b []byte) bool {
+	for _, c := range b {
+		if c != 0 {
+			return false
+		}
+	}
+	return true
 }
 
 // entryDecoder decodes an archive's entries by their own names and magic bytes, in auto

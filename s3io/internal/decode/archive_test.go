@@ -122,13 +122,51 @@ func TestTarEntries(t *testing.T) {
 		sameRecords(t, recs, []entryRecord{{"a.txt", "a2"}, {"b/c.txt", "c2"}})
 	})
 	t.Run("truncated", func(t *testing.T) {
-		// Inside a header, inside an entry's data, and on the block boundary before a
-		// header, where only the missing end-of-archive marker tells.
-		for _, cut := range []int{100, 512 + 3, bytes.Index(tarball, []byte("b/c.txt\x00"))} {
+		// Inside a header and inside an entry's data.
+		for _, cut := range []int{100, 512 + 3} {
 			_, _, err := readObject(t, Auto, "x.tar", tarball[:cut], 0)
 			if !errors.Is(err, ErrCorrupt) {
 				t.Errorf("cut at %d: err = %v, want ErrCorrupt", cut, err)
 			}
+		}
+	})
+	t.Run("no end-of-archive marker", func(t *testing.T) {
+		// Cut on the block boundary before a header: GNU tar, bsdtar, Python's tarfile and
+		// archive/tar all read the entries before it, and so does s3io (a stored object's
+		// size is pinned, so this is how the object was written).
+		cut := bytes.Index(tarball, []byte("b/c.txt\x00"))
+		recs, _, err := readObject(t, Auto, "x.tar", tarball[:cut], 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sameRecords(t, recs, archiveWant[:2])
+	})
+	t.Run("bytes after the end-of-archive marker", func(t *testing.T) {
+		// Zero padding of any length is a tar's; anything else is refused, though GNU tar
+		// and bsdtar stop at the marker without looking.
+		padded := append(bytes.Clone(tarball), make([]byte, 10240+7)...)
+		for _, key := range []string{"x.tar", "x.tar.gz"} {
+			data := padded
+			if key == "x.tar.gz" {
+				data = clitool.RunIn(t, dir, padded, "gzip", "-c")
+			}
+			recs, _, err := readObject(t, Auto, key, data, 0)
+			if err != nil {
+				t.Fatalf("%s padded with zeros: %v", key, err)
+			}
+			sameRecords(t, recs, archiveWant)
+		}
+		junk := append(bytes.Clone(tarball), "junk\n"...)
+		for _, key := range []string{"x.tar", "x.tar.gz"} {
+			data := junk
+			if key == "x.tar.gz" {
+				data = clitool.RunIn(t, dir, junk, "gzip", "-c")
+			}
+			recs, _, err := readObject(t, Auto, key, data, 0)
+			if !errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), "end-of-archive") {
+				t.Errorf("%s with junk after the marker: err = %v, want ErrCorrupt", key, err)
+			}
+			sameRecords(t, recs, archiveWant) // every record came before the junk
 		}
 	})
 	t.Run("nested archive is unsupported", func(t *testing.T) {

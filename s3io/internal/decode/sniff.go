@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"io"
 	"strings"
+
+	"github.com/spate-io/beam-s3/s3io/internal/tarfmt"
 )
 
 // Compression names how an object's bytes are decoded before framing; the values are those
@@ -98,16 +100,11 @@ var (
 	compressMagic  = []byte{0x1f, 0x9d}
 	lzipMagic      = []byte("LZIP")
 	lzoMagic       = []byte{0x89, 'L', 'Z', 'O', 0x00, 0x0d, 0x0a, 0x1a, 0x0a}
-	// ustar (POSIX and GNU tar) at byte 257 of the first 512-byte header.
-	tarMagic = []byte("ustar")
 )
 
-// tarMagicAt is where a tar header holds its magic; a tar is known from its first block.
-const tarMagicAt = 257
-
 // MagicLen is how many leading bytes of an object Detect needs to tell the formats apart:
-// a tar header's magic ends at byte 262.
-const MagicLen = tarMagicAt + 5
+// a tar is known by its first header block's checksum, which covers all 512 bytes.
+const MagicLen = 512
 
 // extensions maps a key's last extension (or the compound ones) to its format. Compound tar
 // names (.tgz) decode as their codec; the tar inside is found after decompression.
@@ -235,10 +232,9 @@ func isZlib(head []byte) bool {
 	return true
 }
 
-// IsTar reports whether head, the first bytes of a stream, is a POSIX or GNU tar header.
-func IsTar(head []byte) bool {
-	return len(head) >= MagicLen && bytes.Equal(head[tarMagicAt:tarMagicAt+5], tarMagic)
-}
+// IsTar reports whether head, the first bytes of a stream, is a tar header of any dialect
+// (POSIX ustar and pax, GNU, v7 without magic): by its checksum.
+func IsTar(head []byte) bool { return tarfmt.IsHeader(head) }
 
 // isZstdSkippable reports a zstd skippable frame (magic 0x184D2A5?), which the seekable
 // format and pzstd put before or after data frames.

@@ -1,79 +1,67 @@
 package decode
 
 import (
-	"archive/tar"
 	"errors"
+	"fmt"
 	"io"
+
+	"github.com/spate-io/beam-s3/s3io/internal/tarfmt"
 )
 
-// tarEntries yields the regular files of a tar stream.
+// A tar is read as GNU tar extracts it (`tar -x`), entry type by entry type:
+//
+//   - regular files ('0', and '\x00' of v7 tars), contiguous files ('7', which POSIX reads
+//     as regular) and sparse files (old GNU 'S' as GNU tar -S writes them, and PAX sparse
+//     0.0, 0.1 and 1.0) are records: a sparse file's holes read as zeros, as `tar -x`
+//     writes them;
+//   - directories, hard and symbolic links, devices, FIFOs, GNU dump directories ('D', an
+//     incremental dump's list of names) and volume labels ('V') hold no file content: no
+//     records (a link's target is read once, at its own entry);
+//   - GNU long names and links ('L', 'K') and PAX headers ('x', 'g') name the next entry;
+//   - a multi-volume continuation ('M') and any other type are refused as ErrUnsupported,
+//     naming the entry: their bytes are no file's content that s3io could frame.
+//
+// Numeric fields are read as GNU tar and bsdtar read them, and metadata that changes no
+// content (times, ids, a NUL in a PAX path) is read leniently; the size and each header's
+// checksum are strict (internal/tarfmt). After the end-of-archive marker the stream is
+// read to its end: every codec's trailer is checked (a gzip CRC, an xz index), and any
+// byte that is not zero padding is corruption. An archive that ends without the marker,
+// after a whole entry, is read as the other tools read it: the object's size is pinned,
+// so a cut object cannot pass for one (and a cut inside a codec fails the codec).
+
+// tarEntries yields the records-bearing entries of a tar stream.
 type tarEntries struct {
-	tr  *tar.Reader
-	in  *tarInput
-	src *source
-	dec entryDecoder
+	tr     *tarfmt.Reader
+	stream io.Reader // the tar's bytes, read to their end after the last entry
+	src    *source
+	dec    entryDecoder
 }
 
 func (d *Decompressors) openTar(mode Compression, stream io.Reader) Entries {
-	in := &tarInput{r: stream}
-	return &tarEntries{tr: tar.NewReader(in), in: in, src: &d.src, dec: entryDecoder{mode: mode, kind: "tar", outer: d}}
-}
-
-// tarInput remembers whether the stream ended and the last bytes it passed: archive/tar
-// reports io.EOF both at the end-of-archive marker and where a stream cut at a block
-// boundary simply stops, and only the second is truncation.
-type tarInput struct {
-	r    io.Reader
-	eof  bool
-	last [2 * 512]byte // the last bytes read, rotated in
-	n    int64
-}
-
-func (t *tarInput) Read(p []byte) (int, error) {
-	n, err := t.r.Read(p)
-	if n >= len(t.last) {
-		copy(t.last[:], p[n-len(t.last):n])
-	} else if n > 0 {
-		copy(t.last[:], t.last[n:])
-		copy(t.last[len(t.last)-n:], p[:n])
-	}
-	t.n += int64(n)
-	if err == io.EOF {
-		t.eof = true
-	}
-	return n, err
-}
-
-// endedWithoutMarker reports a stream that ended where a header was due, without the two
-// zero blocks that end an archive.
-func (t *tarInput) endedWithoutMarker() bool {
-	if !t.eof || t.n == 0 {
-		return false
-	}
-	if t.n < int64(len(t.last)) {
-		return true
-	}
-	for _, b := range t.last {
-		if b != 0 {
-			return true
-		}
-	}
-	return false
+	return &tarEntries{tr: tarfmt.NewReader(stream), stream: stream, src: &d.src, dec: entryDecoder{mode: mode, kind: "tar", outer: d}}
 }
 
 func (t *tarEntries) Next() (Entry, error) {
 	for {
 		h, err := t.tr.Next()
 		switch {
-		case err == io.EOF && t.in.endedWithoutMarker():
-			return Entry{}, corruptError("tar", errors.New("the archive ends without its end-of-archive marker: it is cut short"))
 		case err == io.EOF:
+			if err := t.readPadding(); err != nil {
+				return Entry{}, err
+			}
 			return Entry{}, io.EOF
 		case err != nil:
 			return Entry{}, archiveError("tar", err, t.src)
 		}
-		if h.Typeflag != tar.TypeReg {
-			continue // directories, links, devices: no records
+		switch h.Typeflag {
+		case tarfmt.TypeReg, tarfmt.TypeCont, tarfmt.TypeGNUSparse:
+		case tarfmt.TypeLink, tarfmt.TypeSymlink, tarfmt.TypeChar, tarfmt.TypeBlock, tarfmt.TypeDir, tarfmt.TypeFifo,
+			typeGNUDumpDir, typeGNUVolume:
+			continue
+		case typeGNUMultiVolume:
+			return Entry{}, fmt.Errorf("%w: tar entry %q continues a file from the previous volume of a multi-volume archive; s3io reads whole archives (join the volumes with tar -M, then repack)", ErrUnsupported, h.Name)
+		default:
+			return Entry{}, fmt.Errorf("%w: tar entry %q has type %q, which s3io does not read (it reads regular, contiguous and sparse files)", ErrUnsupported, h.Name, h.Typeflag)
 		}
 		r, err := t.dec.open(h.Name, tarBody{t.tr, t.src})
 		if err != nil {
@@ -83,9 +71,39 @@ func (t *tarEntries) Next() (Entry, error) {
 	}
 }
 
+// The GNU entry types archive/tar does not name.
+const (
+	typeGNUDumpDir     = 'D' // an incremental dump's directory: the names it held
+	typeGNUMultiVolume = 'M' // the rest of a file begun in the previous volume
+	typeGNUVolume      = 'V' // the archive's volume label
+)
+
+// errTarTrailing is the corruption of a tar followed by more than zero padding: another
+// archive appended, or damage. GNU tar and bsdtar stop at the marker and never look; s3io
+// refuses instead of reading an object only in part.
+var errTarTrailing = errors.New("bytes that are not zero padding follow the end-of-archive marker")
+
+// readPadding reads the stream from the end-of-archive marker to its end, so that the
+// codec's own end is checked, and fails on any byte that is not zero.
+func (t *tarEntries) readPadding() error {
+	var buf [32 << 10]byte
+	for {
+		n, err := t.stream.Read(buf[:])
+		if !allZero(buf[:n]) {
+			return corruptError("tar", errTarTrailing)
+		}
+		switch {
+		case err == io.EOF:
+			return nil
+		case err != nil:
+			return archiveError("tar", err, t.src)
+		}
+	}
+}
+
 // tarBody marks a body cut short as corrupt, unless the fetch failed.
 type tarBody struct {
-	tr  *tar.Reader
+	tr  *tarfmt.Reader
 	src *source
 }
 
