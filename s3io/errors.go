@@ -34,13 +34,47 @@ const (
 	// content was read.
 	ReasonOverwritten Reason = "overwritten"
 	// ReasonCorrupt: the compressed stream, the archive or the framing is broken (the
-	// message names the byte offset where the framer found it broken).
+	// message names the byte offset where the framer found it broken). An object is
+	// clean only when every check its format carries has passed: after its last record
+	// the stream is read to its end (a tar's end-of-archive marker is followed by zero
+	// padding only; a JSON array by whitespace), and the codec's trailer is verified.
+	//
+	// A check covers the bytes before it, so records framed from those bytes may be
+	// emitted before it fails (bytes a decoder returns with its error are not framed).
+	// At most these precede a corrupt Failure:
+	//   - gzip: the records of the member whose CRC-32 or length fails (a member is the
+	//     whole object for gzip and pigz, 64 KiB for bgzip); earlier members' are checked;
+	//   - zstd: those of the frame whose content checksum fails (the zstd CLI writes one
+	//     frame, with a checksum unless --no-check; pzstd a frame per chunk);
+	//   - bzip2: those of the block (at most 900 kB before run-length encoding) whose CRC
+	//     fails, or of the stream whose combined CRC fails;
+	//   - xz: those of the block whose check (CRC-32, CRC-64, SHA-256) fails, or of the
+	//     stream whose index or footer fails (xz writes one block, xz -T one per 3 x the
+	//     dictionary);
+	//   - lz4: those of the frame whose content checksum fails (the lz4 CLI writes one);
+	//     with block checksums (lz4 -BX), of the block;
+	//   - zlib: those of the whole stream (one Adler-32 at its end); raw deflate and
+	//     brotli carry no checksum, so only their structure is checked;
+	//   - the Snappy framing format checks each chunk before its bytes are used: none;
+	//   - a tar: its codec's rule, and every header's checksum before the entry's records;
+	//     bytes after the end-of-archive marker fail after the archive's last record;
+	//   - a zip: those of the entry whose CRC-32 fails;
+	//   - framing (a record cut short, malformed JSON, a bad length prefix): the records
+	//     before the byte offset the message names.
+	//
+	// Every record of an object a check refuses is bytes a decoder produced from the
+	// object's stored bytes, never one a framer invented; the Failure's position says
+	// where the records that follow it would have been.
 	ReasonCorrupt Reason = "corrupt"
 	// ReasonUnsupported: the object is in a format s3io does not read — 7z, rar, .lzma,
 	// .Z, lzip, lzop, legacy lz4, a zstd frame needing a dictionary, an encrypted zip
-	// entry, an archive inside an archive — or asks for a decoder window above
-	// Config.MaxDecoderWindowBytes. The message names the format and what to do. None of
-	// its records is emitted: it is never framed as if it were text.
+	// entry, an xz filter s3io does not decode, an archive inside an archive, a tar entry
+	// type s3io does not read — or asks for a decoder window above
+	// Config.MaxDecoderWindowBytes. The message names the format and what to do. It is
+	// never framed as if it were text. What the object's first bytes, its first frame or
+	// block header, or a zip's central directory tell is refused before any record is
+	// emitted; what a stream tells only further on (a later zstd frame or xz block, a tar
+	// entry after others, an entry's own format) fails after the records before it.
 	ReasonUnsupported Reason = "unsupported"
 	// ReasonRecordTooLarge: a record exceeds Config.MaxRecordBytes.
 	ReasonRecordTooLarge Reason = "record_too_large"

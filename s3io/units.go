@@ -177,7 +177,7 @@ const tarProbeBytes = 1 << 20
 // tarInside reports whether the object m, made of units, decodes to a tar (a bgzip'd or
 // pbzip2'd tarball under a name that does not say so): cut into segments, its headers and
 // padding would be framed as records, so it is read whole, as its entries, as the reader
-// would read it anyway. It decodes the first 262 bytes (decode.MagicLen), through the
+// would read it anyway. It decodes the first 512 bytes (decode.MagicLen), through the
 // first unit's first request or few, and counts them with the probes. An object whose head
 // does not decode is kept whole too: the whole read reports what is wrong with it.
 func (p *planner) tarInside(ctx context.Context, gets *fetch.Gets, m Member, comp decode.Compression, probes *probeStats) bool {

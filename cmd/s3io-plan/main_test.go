@@ -74,7 +74,7 @@ func TestPlanText(t *testing.T) {
 		`largest +5 by size\n  300\.0 KiB +logs/2024/d\.ndjson\n  4\.9 KiB \(5000 B\) +logs/2024/c\.zst\n`,
 		`  GET requests +9 \(parts of 2\.0 MiB`,
 		`  bytes transferred +559\.9 KiB \(573300 B\)\n`,
-		`  probe GETs +1, 262 B \(where can a large object be cut`,
+		`  probe GETs +1, 512 B \(where can a large object be cut`,
 	} {
 		if !regexp.MustCompile(want).MatchString(out.String()) {
 			t.Errorf("output lacks %s", want)
@@ -112,7 +112,7 @@ func TestPlanJSON(t *testing.T) {
 		t.Errorf("largest %+v", r.Largest)
 	}
 	e := r.Estimate
-	if e.GetRequests != wantGets || e.BytesTransferred != wantTransfer || e.PlanProbeGets != 1 || e.PlanProbeBytes != 262 ||
+	if e.GetRequests != wantGets || e.BytesTransferred != wantTransfer || e.PlanProbeGets != 1 || e.PlanProbeBytes != 512 ||
 		e.ListRequests != r.ListRequests || e.ListRequests < 1 || e.PartBytes != 2<<20 {
 		t.Errorf("estimate %+v", e)
 	}
