@@ -73,7 +73,7 @@ func TestRecordsBeforeAFailedCheck(t *testing.T) {
 		data := golangSnappy(t, []byte(one.String()+changed))
 		// The second chunk's CRC: after the stream identifier (10 bytes), the first chunk's
 		// 4-byte header and its body, and the second chunk's 4-byte header.
-		second := 10 + 4 + int(data[11])|int(data[12])<<8|int(data[13])<<16
+		second := 10 + 4 + int(data[11]) | int(data[12])<<8 | int(data[13])<<16
 		data[second+4] ^= 1
 		recs, _, err := readObject(t, Auto, "x.sz", data, 0)
 		if !errors.Is(err, ErrCorrupt) {
