@@ -54,17 +54,69 @@ func (d *Decompressors) openZip(mode Compression, obj ObjectInfo, stream io.Read
 	}
 	var files []entry
 	for i, f := range zr.File {
-		// Not directories or links; an entry zip wrote from a pipe (stdin) is data.
+		// Not directories or links; an entry zip wrote from a pipe (stdin) is data. A
+		// directory or link is skipped whatever its flags and method say: it yields no
+		// records, so an encrypted directory entry (Info-ZIP never writes one, other tools
+		// may flag it) hides nothing s3io would read, and refusing the archive for it would
+		// refuse content that is all readable. An encrypted regular file is refused even
+		// when empty: its bytes cannot be checked without the key.
 		if m := f.Mode(); !m.IsDir() && m&(fs.ModeSymlink|fs.ModeDevice|fs.ModeSocket|fs.ModeIrregular) == 0 && !strings.HasSuffix(f.Name, "/") {
 			files = append(files, entry{f, offsets[i]})
 		}
 	}
 	// Archive order is the order of the local headers, which the stream passes once.
 	slices.SortStableFunc(files, func(a, b entry) int { return cmp.Compare(a.off, b.off) })
+	// Everything s3io refuses by an entry's directory record is decided here, for every
+	// entry, before the first record: an unsupported object emits no records. What only an
+	// entry's bytes tell (an archive inside by its magic, a codec's window or dictionary) is
+	// decided when the stream reaches the entry.
+	var refusal error
+	refused := 0
 	for _, e := range files {
+		if err := zipRefusal(mode, e.f); err != nil {
+			if refusal == nil {
+				refusal = err
+			}
+			refused++
+		}
 		z.files = append(z.files, e.f)
 	}
+	switch {
+	case refused == 2:
+		return nil, fmt.Errorf("%w (and 1 later entry s3io does not read either)", refusal)
+	case refused > 2:
+		return nil, fmt.Errorf("%w (and %d later entries s3io does not read either)", refusal, refused-1)
+	case refusal != nil:
+		return nil, refusal
+	}
 	return z, nil
+}
+
+// zipRefusal says why s3io does not read the regular file f, by its directory record alone:
+// its encryption, its compression method and, in auto mode, a non-empty entry's name (a
+// format refused by extension, or an archive, which Next would refuse whatever its bytes).
+func zipRefusal(mode Compression, f *zip.File) error {
+	if f.Flags&0x1 != 0 { // traditional PKWARE encryption, and AES (method 99) too
+		return fmt.Errorf("%w: zip entry %q is encrypted; s3io reads no encrypted entries (decrypt and repack the archive)", ErrUnsupported, f.Name)
+	}
+	switch f.Method {
+	case zip.Store, zip.Deflate, zipBzip2, zipZstd, zipXz:
+	case zipLZMA:
+		return fmt.Errorf("%w: zip entry %q is compressed with LZMA (method 14); repack the archive with deflate, zstd or xz", ErrUnsupported, f.Name)
+	default:
+		return fmt.Errorf("%w: zip entry %q uses compression method %d; s3io reads store, deflate, bzip2, zstd and xz entries", ErrUnsupported, f.Name, f.Method)
+	}
+	// An empty entry is an empty stream whatever its name says (Decompressors.Open).
+	if mode != Auto || f.UncompressedSize64 == 0 {
+		return nil
+	}
+	switch comp := Detect(Auto, f.Name, nil); {
+	case IsUnsupported(comp):
+		return fmt.Errorf("zip entry %q: %w", f.Name, UnsupportedError(comp))
+	case comp == Tar, comp == Zip:
+		return fmt.Errorf("%w: zip entry %q is itself a %s archive, which s3io does not read inside an archive; unpack the outer archive", ErrUnsupported, f.Name, comp)
+	}
+	return nil
 }
 
 // zipError classifies what archive/zip reports: a format error is corruption, an unknown
@@ -128,18 +180,8 @@ func (z *zipEntries) Next() (Entry, error) {
 	if z.next == len(z.files) {
 		return Entry{}, io.EOF
 	}
-	f := z.files[z.next]
+	f := z.files[z.next] // openZip refused the archive if it refuses f
 	z.next++
-	if f.Flags&0x1 != 0 {
-		return Entry{}, fmt.Errorf("%w: zip entry %q is encrypted; s3io reads no encrypted entries (decrypt and repack the archive)", ErrUnsupported, f.Name)
-	}
-	switch f.Method {
-	case zip.Store, zip.Deflate, zipBzip2, zipZstd, zipXz:
-	case zipLZMA:
-		return Entry{}, fmt.Errorf("%w: zip entry %q is compressed with LZMA (method 14); repack the archive with deflate, zstd or xz", ErrUnsupported, f.Name)
-	default:
-		return Entry{}, fmt.Errorf("%w: zip entry %q uses compression method %d; s3io reads store, deflate, bzip2, zstd and xz entries", ErrUnsupported, f.Name, f.Method)
-	}
 	rc, err := f.Open()
 	if err != nil {
 		return Entry{}, fmt.Errorf("zip entry %q: %w", f.Name, zipError(err, z.at.fetched))
