@@ -37,11 +37,14 @@ type zipEntries struct {
 
 func (d *Decompressors) openZip(mode Compression, obj ObjectInfo, stream io.Reader) (Entries, error) {
 	at := &zipSource{fwd: stream, fetched: &d.src, size: obj.Size, readRange: obj.ReadRange, tailStart: obj.Size}
+	if err := at.readEnd(); err != nil {
+		return nil, zipError(err, &d.src)
+	}
 	zr, err := zip.NewReader(at, obj.Size)
 	if err != nil {
 		return nil, zipError(err, &d.src)
 	}
-	offsets, err := at.headerOffsets(len(zr.File))
+	offsets, err := at.headerOffsets(zr.File)
 	if err != nil {
 		return nil, zipError(err, &d.src)
 	}
@@ -284,31 +287,89 @@ func (z *zipSource) extendTail(off int64) error {
 	return nil
 }
 
+// zipEndSearch is how far from the object's end archive/zip looks for the end of central
+// directory record (readDirectoryEnd): its 22 bytes and a comment of up to 64 KiB.
+const zipEndSearch = 65 << 10
+
+// zipEnd returns where in tail, the object's last bytes, the end of central directory
+// record archive/zip reads is: the last signature with a whole record after it, within
+// zipEndSearch of the end; -1 if there is none. headerOffsets and readEnd find it with
+// zipEnd so that they agree with archive/zip on which record it is (a comment may hold the
+// signature too: "PK\x05\x06" in its last 21 bytes is no record).
+func zipEnd(tail []byte) int {
+	if len(tail) < 22 {
+		return -1
+	}
+	lo := max(0, len(tail)-zipEndSearch)
+	i := bytes.LastIndex(tail[lo:len(tail)-22+4], []byte("PK\x05\x06"))
+	if i < 0 {
+		return -1
+	}
+	return lo + i
+}
+
+// readEnd fetches the object's tail and, where the end of central directory record declares
+// a comment longer than the bytes after it, presents archive/zip with the comment the object
+// holds: the declared length is cut to the bytes present, in the tail held here.
+//
+// archive/zip refuses such an object ("not a valid zip file": it takes the overrunning
+// record for no record); Info-ZIP unzip (-p and extracting exit 0; -t and -l say "zipfile
+// comment truncated" and exit 1, a warning), Python's zipfile and bsdtar read it (7-Zip
+// extracts every entry, then exits 2: "Unexpected end of archive"), and the comment
+// changes no entry's content. The opposite case, bytes after the declared comment,
+// archive/zip reads already, as all three do; bytes that hold the record's signature in
+// their last 21 bytes unzip and bsdtar read too (Python's zipfile takes them for a cut
+// record), and zipEnd passes over them as archive/zip does. A record farther than
+// zipEndSearch from the end (over 64 KiB of trailing bytes) is not found: archive/zip and
+// Python's zipfile refuse the object, unzip and bsdtar read it, s3io refuses it as corrupt.
+// So the metadata after the entries is read as leniently as the reference tools read it,
+// while every entry's content is still checked (its CRC-32, its size, its codec's end).
+func (z *zipSource) readEnd() error {
+	if z.size == 0 {
+		return nil
+	}
+	if err := z.extendTail(z.size); err != nil {
+		return err
+	}
+	i := zipEnd(z.tail)
+	if i < 0 {
+		return nil // archive/zip reports the missing record
+	}
+	if have := len(z.tail) - i - 22; int(binary.LittleEndian.Uint16(z.tail[i+20:])) > have {
+		binary.LittleEndian.PutUint16(z.tail[i+20:], uint16(have)) // less than declared: it fits
+	}
+	return nil
+}
+
 // headerOffsets returns the offset of each central directory entry's local header, in
 // directory order: archive/zip keeps them to itself, and the stream must pass the entries
 // in the order of their offsets. The directory is in the tail by now (zip.NewReader read
-// it), after the end records that say where it starts.
-func (z *zipSource) headerOffsets(count int) ([]int64, error) {
+// it), after the end records that say where it starts; they are read as archive/zip reads
+// them (readDirectoryEnd), and each entry's name must be the one archive/zip read.
+func (z *zipSource) headerOffsets(files []*zip.File) ([]int64, error) {
 	tail := z.tail
-	eocd := bytes.LastIndex(tail, []byte("PK\x05\x06"))
-	if eocd < 0 || len(tail)-eocd < 22 {
+	eocd := zipEnd(tail)
+	if eocd < 0 {
 		return nil, errors.New("zip: no end of central directory record")
 	}
+	records := binary.LittleEndian.Uint16(tail[eocd+10:])
 	dirSize := int64(binary.LittleEndian.Uint32(tail[eocd+12:]))
 	dirOffset := int64(binary.LittleEndian.Uint32(tail[eocd+16:]))
 	end := int64(eocd) // where the directory ends, in tail
-	if dirOffset == 0xffffffff || dirSize == 0xffffffff {
-		loc := eocd - 20 // the zip64 end of central directory locator
-		if loc < 0 || !bytes.Equal(tail[loc:loc+4], []byte("PK\x06\x07")) {
-			return nil, errors.New("zip: no zip64 end of central directory locator")
+	// As archive/zip does: any of these values sends it to the zip64 locator before the
+	// record, and a locator that is not there leaves the values as they are (more than 65535
+	// entries in a directory whose size and offset fit set only the count to 0xffff).
+	if records == 0xffff || dirSize == 0xffff || dirOffset == 0xffffffff {
+		if loc := eocd - 20; loc >= 0 && bytes.Equal(tail[loc:loc+4], []byte("PK\x06\x07")) &&
+			binary.LittleEndian.Uint32(tail[loc+4:]) == 0 && binary.LittleEndian.Uint32(tail[loc+16:]) == 1 {
+			rec := int64(binary.LittleEndian.Uint64(tail[loc+8:])) - z.tailStart // the zip64 record
+			if rec < 0 || rec+56 > int64(len(tail)) || !bytes.Equal(tail[rec:rec+4], []byte("PK\x06\x06")) {
+				return nil, errors.New("zip: no zip64 end of central directory record")
+			}
+			dirSize = int64(binary.LittleEndian.Uint64(tail[rec+40:]))
+			dirOffset = int64(binary.LittleEndian.Uint64(tail[rec+48:]))
+			end = rec
 		}
-		rec := bytes.LastIndex(tail[:loc], []byte("PK\x06\x06"))
-		if rec < 0 || loc-rec < 56 {
-			return nil, errors.New("zip: no zip64 end of central directory record")
-		}
-		dirSize = int64(binary.LittleEndian.Uint64(tail[rec+40:]))
-		dirOffset = int64(binary.LittleEndian.Uint64(tail[rec+48:]))
-		end = int64(rec)
 	}
 	start := end - dirSize
 	if start < 0 {
@@ -316,8 +377,8 @@ func (z *zipSource) headerOffsets(count int) ([]int64, error) {
 	}
 	base := z.tailStart + start - dirOffset // bytes prepended to the archive (a self-extractor)
 	dir := tail[start:end]
-	offsets := make([]int64, 0, count)
-	for len(offsets) < count {
+	offsets := make([]int64, 0, len(files))
+	for _, f := range files {
 		if len(dir) < 46 || !bytes.Equal(dir[:4], []byte("PK\x01\x02")) {
 			return nil, errors.New("zip: a central directory entry is malformed")
 		}
@@ -326,6 +387,9 @@ func (z *zipSource) headerOffsets(count int) ([]int64, error) {
 		commentLen := int(binary.LittleEndian.Uint16(dir[32:]))
 		if len(dir) < 46+nameLen+extraLen+commentLen {
 			return nil, errors.New("zip: a central directory entry is cut short")
+		}
+		if string(dir[46:46+nameLen]) != f.Name {
+			return nil, fmt.Errorf("zip: the central directory names %q where archive/zip read %q", dir[46:46+nameLen], f.Name)
 		}
 		off := int64(binary.LittleEndian.Uint32(dir[42:]))
 		if off == 0xffffffff {

@@ -1,6 +1,7 @@
 package decode
 
 import (
+	"bufio"
 	"bytes"
 	"encoding/binary"
 	"errors"
@@ -26,6 +27,42 @@ func zipBuilt(t *testing.T, dir string, cmds ...[]string) []byte {
 		t.Fatal(err)
 	}
 	return data
+}
+
+// unzipRecords is what `unzip -p` extracts of each of the entries names, in that order,
+// framed as lines (a final line without a newline is a record, a CR before the LF is not
+// part of it).
+func unzipRecords(t *testing.T, data []byte, names ...string) []entryRecord {
+	t.Helper()
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "x.zip"), data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var want []entryRecord
+	for _, name := range names {
+		s := bufio.NewScanner(bytes.NewReader(clitool.RunIn(t, dir, nil, "unzip", "-p", "x.zip", name)))
+		s.Buffer(nil, 1<<20)
+		for s.Scan() {
+			want = append(want, entryRecord{name, s.Text()})
+		}
+		if s.Err() != nil {
+			t.Fatal(s.Err())
+		}
+	}
+	if len(want) == 0 {
+		t.Fatal("unzip -p extracted no records")
+	}
+	return want
+}
+
+// zipEOCD returns the offset of data's end of central directory record, the last one.
+func zipEOCD(t *testing.T, data []byte) int {
+	t.Helper()
+	i := bytes.LastIndex(data[:len(data)-18], []byte("PK\x05\x06"))
+	if i < 0 {
+		t.Fatal("no end of central directory record")
+	}
+	return i
 }
 
 // zipHeaders returns the offsets of the local header and the central directory header of
@@ -118,4 +155,101 @@ func TestZipRefusedBeforeTheFirstRecord(t *testing.T) {
 		data[central+8] |= 1
 		refusedWhole(t, data, `"big.txt"`, "LZMA", "1 later entry")
 	})
+}
+
+// TestZipCommentLength reads zips whose end of central directory record declares a
+// comment that is not the bytes after it, as `unzip -p` extracts them.
+func TestZipCommentLength(t *testing.T) {
+	dir := clitool.WriteFiles(t, archiveInput)
+	deflated := zipBuilt(t, dir, append([]string{"zip", "-q", "-X", "out.zip"}, archiveOrder...))
+	withComment := func(comment string, data []byte) []byte {
+		if err := os.WriteFile(filepath.Join(dir, "c.zip"), data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		clitool.RunIn(t, dir, []byte(comment), "zip", "-q", "-z", "c.zip") // zip -z reads stdin
+		data, err := os.ReadFile(filepath.Join(dir, "c.zip"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return data
+	}
+	// declare sets the comment length data's record declares.
+	declare := func(data []byte, n int) []byte {
+		data = bytes.Clone(data)
+		binary.LittleEndian.PutUint16(data[zipEOCD(t, data)+20:], uint16(n))
+		return data
+	}
+	commented := withComment("a comment", deflated)
+	// An entry larger than the first ranged GET: it is read from the stream, not the tail.
+	large := clitool.WriteFiles(t, map[string]string{"large.txt": strings.Repeat("a 40-byte line of the larger entry ...\n", 5000)})
+	largeZip := zipBuilt(t, large, []string{"zip", "-q", "-X", "-0", "out.zip", "large.txt"})
+	cases := []struct {
+		name  string
+		data  []byte
+		names []string
+	}{
+		{"the declared comment overruns the object", declare(commented, len("a comment")+100), archiveOrder},
+		{"a comment declared, no bytes after the record", declare(deflated, 5), archiveOrder},
+		{"the declared comment overruns, entries past the tail", declare(largeZip, 300), []string{"large.txt"}},
+		// Bytes after the comment archive/zip reads already, but one that holds the record's
+		// signature within 22 bytes of the end was taken for the record.
+		{"bytes after the declared comment", declare(append(bytes.Clone(commented), "trailing PK\x05\x06 bytes"...), 3), archiveOrder},
+		{"bytes after the record", append(bytes.Clone(deflated), "PK\x05\x06"...), archiveOrder},
+		{"the signature at the comment's end (zip -z)", withComment("a comment PK\x05\x06", deflated), archiveOrder},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			want := unzipRecords(t, c.data, c.names...)
+			recs, gets, err := readObject(t, Auto, "x.zip", c.data, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			sameRecords(t, recs, want)
+			if gets != 1 {
+				t.Errorf("%d ranged GETs of the tail, want 1", gets)
+			}
+		})
+	}
+	t.Run("the comment changes no content", func(t *testing.T) {
+		// Still every entry's CRC-32 is checked: the entries before the changed one are read.
+		bad := declare(zipBuilt(t, dir, append([]string{"zip", "-q", "-X", "-0", "out.zip"}, archiveOrder...)), 100)
+		bad[bytes.Index(bad, []byte("d1\n"))] ^= 0x20
+		recs, _, err := readObject(t, Auto, "x.zip", bad, 0)
+		if !errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), "CRC-32") {
+			t.Fatalf("err %v, want ErrCorrupt for the CRC-32", err)
+		}
+		if bound := append(archiveWant[:4:4], entryRecord{"d.txt", "D1"}); len(recs) < 4 || fmt.Sprint(recs) != fmt.Sprint(bound[:len(recs)]) {
+			t.Fatalf("records %v, want the first 4 of %v", recs, bound)
+		}
+	})
+}
+
+// TestZipManyEntries reads a zip of more than 65535 entries: its end of central directory
+// record counts 0xffff and a zip64 record the rest, while the directory's size and offset
+// fit in the first record (Python's zipfile writes it so).
+func TestZipManyEntries(t *testing.T) {
+	const n = 65537
+	data := clitool.Run(t, nil, "python3", "-c", fmt.Sprintf(`
+import io, sys, zipfile
+b = io.BytesIO()
+with zipfile.ZipFile(b, "w") as z:
+    for i in range(%d):
+        z.writestr("e%%05d" %% i, "r%%d\n" %% i if i %% 20000 == 0 or i == %d - 1 else "")
+sys.stdout.buffer.write(b.getvalue())
+`, n, n))
+	eocd := zipEOCD(t, data)
+	if binary.LittleEndian.Uint16(data[eocd+10:]) != 0xffff || binary.LittleEndian.Uint32(data[eocd+16:]) == 0xffffffff {
+		t.Fatal("python3 wrote no zip64 count with a 32-bit directory offset")
+	}
+	var want []entryRecord
+	for i := 0; i < n; i++ {
+		if i%20000 == 0 || i == n-1 {
+			want = append(want, entryRecord{fmt.Sprintf("e%05d", i), fmt.Sprintf("r%d", i)})
+		}
+	}
+	recs, _, err := readObject(t, Auto, "x.zip", data, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sameRecords(t, recs, want)
 }
