@@ -7,6 +7,8 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"hash"
+	"hash/crc32"
 	"io"
 	"io/fs"
 	"slices"
@@ -186,25 +188,42 @@ func (z *zipEntries) Next() (Entry, error) {
 	f := z.files[z.next] // openZip refused the archive if it refuses f
 	z.next++
 	rc, err := f.Open()
+	if err == io.EOF {
+		err = io.ErrUnexpectedEOF // the directory puts the local header past the object's end
+	}
 	if err != nil {
 		return Entry{}, fmt.Errorf("zip entry %q: %w", f.Name, zipError(err, z.at.fetched))
 	}
 	z.cur = rc
-	r, err := z.dec.open(f.Name, zipBody{rc, z.at})
+	body := &zipBody{r: rc, at: z.at}
+	if f.CRC32 == 0 {
+		body.crc = crc32.NewIEEE()
+	}
+	r, err := z.dec.open(f.Name, body)
 	if err != nil {
 		return Entry{}, err
 	}
 	return Entry{Name: f.Name, R: r}, nil
 }
 
-// zipBody classifies the errors of an entry's bytes.
+// zipBody classifies the errors of an entry's bytes. archive/zip checks an entry's CRC-32 at
+// its end unless the directory gives it as 0 (and no data descriptor follows), taking 0 for
+// "not set"; Info-ZIP unzip, Python's zipfile and bsdtar all check it, and so does zipBody
+// (crc): otherwise zeroing the field would leave the entry's bytes unchecked.
 type zipBody struct {
-	r  io.Reader
-	at *zipSource
+	r   io.Reader
+	at  *zipSource
+	crc hash.Hash32 // for an entry whose CRC-32 is 0: the bytes must hash to 0 too
 }
 
-func (b zipBody) Read(p []byte) (int, error) {
+func (b *zipBody) Read(p []byte) (int, error) {
 	n, err := b.r.Read(p)
+	if b.crc != nil {
+		b.crc.Write(p[:n])
+		if err == io.EOF && b.crc.Sum32() != 0 {
+			err = zip.ErrChecksum
+		}
+	}
 	if err == zip.ErrChecksum {
 		return n, corruptError("zip", fmt.Errorf("the entry's CRC-32 does not match its bytes"))
 	}

@@ -224,6 +224,83 @@ func TestZipCommentLength(t *testing.T) {
 	})
 }
 
+// TestZipLastEntryChecked: every entry, the last one too, is read to its end, where its
+// CRC-32 is checked: a last entry with bytes after its last newline, an empty last entry,
+// a changed byte in the last entry, a last entry whose CRC-32 is given as 0, in stored,
+// deflated and bzip2 entries.
+func TestZipLastEntryChecked(t *testing.T) {
+	var last strings.Builder // long enough for zip to compress it rather than store it
+	for i := range 200 {
+		fmt.Fprintf(&last, "l%d\n", i)
+	}
+	last.WriteString("l200 after the last newline")
+	files := map[string]string{"a.txt": "a1\na2\n", "last.txt": last.String(), "empty.txt": ""}
+	dir := clitool.WriteFiles(t, files)
+	for _, m := range []struct {
+		name   string
+		args   []string
+		method uint16
+	}{{"stored", []string{"-0"}, 0}, {"deflate", nil, 8}, {"bzip2", []string{"-Z", "bzip2"}, 12}} {
+		build := func(t *testing.T, names ...string) []byte {
+			data := zipBuilt(t, dir, append(append(append([]string{"zip", "-q", "-X"}, m.args...), "out.zip"), names...))
+			if local, _ := zipHeaders(t, data, "last.txt"); binary.LittleEndian.Uint16(data[local+8:]) != m.method {
+				t.Fatalf("zip wrote last.txt with method %d, want %d", binary.LittleEndian.Uint16(data[local+8:]), m.method)
+			}
+			return data
+		}
+		t.Run(m.name+"/bytes after the last newline", func(t *testing.T) {
+			data := build(t, "a.txt", "last.txt")
+			recs, _, err := readObject(t, Auto, "x.zip", data, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			sameRecords(t, recs, unzipRecords(t, data, "a.txt", "last.txt"))
+		})
+		t.Run(m.name+"/an empty last entry", func(t *testing.T) {
+			data := build(t, "a.txt", "last.txt", "empty.txt")
+			recs, _, err := readObject(t, Auto, "x.zip", data, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			sameRecords(t, recs, unzipRecords(t, data, "a.txt", "last.txt", "empty.txt"))
+		})
+		t.Run(m.name+"/a changed byte in the last entry", func(t *testing.T) {
+			data := build(t, "a.txt", "last.txt")
+			local, _ := zipHeaders(t, data, "last.txt")
+			size := int(binary.LittleEndian.Uint32(data[local+18:]))
+			body := local + 30 + int(binary.LittleEndian.Uint16(data[local+26:])) + int(binary.LittleEndian.Uint16(data[local+28:]))
+			for _, at := range []int{body, body + size/2, body + size - 1} {
+				bad := bytes.Clone(data)
+				bad[at] ^= 0x01
+				recs, _, err := readObject(t, Auto, "x.zip", bad, 0)
+				if !errors.Is(err, ErrCorrupt) {
+					t.Fatalf("byte %d of the entry's %d changed: records %v, err %v; want ErrCorrupt", at-body, size, recs, err)
+				}
+			}
+		})
+		t.Run(m.name+"/a CRC-32 of 0 is checked too", func(t *testing.T) {
+			// archive/zip takes a CRC-32 of 0 for "not set"; unzip, Python's zipfile and
+			// bsdtar check it, and refuse these bytes, changed or not.
+			data := build(t, "a.txt", "last.txt")
+			local, central := zipHeaders(t, data, "last.txt")
+			clear(data[local+14 : local+18])
+			clear(data[central+16 : central+20])
+			bad := [][]byte{data}
+			if m.method == 0 {
+				changed := bytes.Clone(data)
+				changed[bytes.Index(changed, []byte("l200 after"))] ^= 0x20
+				bad = append(bad, changed)
+			}
+			for i, b := range bad {
+				recs, _, err := readObject(t, Auto, "x.zip", b, 0)
+				if !errors.Is(err, ErrCorrupt) {
+					t.Fatalf("object %d: records %v, err %v; want ErrCorrupt", i, recs, err)
+				}
+			}
+		})
+	}
+}
+
 // TestZipManyEntries reads a zip of more than 65535 entries: its end of central directory
 // record counts 0xffff and a zip64 record the rest, while the directory's size and offset
 // fit in the first record (Python's zipfile writes it so).
@@ -252,4 +329,17 @@ sys.stdout.buffer.write(b.getvalue())
 		t.Fatal(err)
 	}
 	sameRecords(t, recs, want)
+}
+
+// TestZipHeaderPastTheEnd: a directory entry whose local header offset lies past the
+// object's end is corruption, not the end of the stream.
+func TestZipHeaderPastTheEnd(t *testing.T) {
+	dir := clitool.WriteFiles(t, archiveInput)
+	data := zipBuilt(t, dir, append([]string{"zip", "-q", "-X", "-0", "out.zip"}, archiveOrder...))
+	_, central := zipHeaders(t, data, "a.txt")
+	binary.LittleEndian.PutUint32(data[central+42:], 1<<24) // sorted last: read after the others
+	recs, _, err := readObject(t, Auto, "x.zip", data, 0)
+	if !errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), `"a.txt"`) {
+		t.Fatalf("records %v, err %v; want ErrCorrupt naming the entry", recs, err)
+	}
 }
