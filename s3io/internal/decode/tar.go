@@ -21,9 +21,9 @@ import (
 //   - a multi-volume continuation ('M') and any other type are refused as ErrUnsupported,
 //     naming the entry: their bytes are no file's content that s3io could frame.
 //
-// Numeric fields are read as GNU tar and bsdtar read them, and metadata that changes no
-// content (times, ids, a NUL in a PAX path) is read leniently; the size and each header's
-// checksum are strict (internal/tarfmt). After the end-of-archive marker the stream is
+// Numeric fields are read as GNU tar reads them, and PAX records that change no content
+// (times, ids, a NUL in a path) leniently, as GNU tar, bsdtar and Python read them; sizes,
+// headers' fields and checksums are strict (internal/tarfmt). After the end-of-archive marker the stream is
 // read to its end: every codec's trailer is checked (a gzip CRC, an xz index), and any
 // byte that is not zero padding is corruption. An archive that ends without the marker,
 // after a whole entry, is read as the other tools read it: the object's size is pinned,

@@ -229,16 +229,23 @@ func TestTarFieldsAsOtherReadersRead(t *testing.T) {
 		}
 		sameRecords(t, recs, []entryRecord{{"a.txt", "a1"}}) // no record of 14 NULs in e.txt
 	})
-	t.Run("malformed times and ids change no content", func(t *testing.T) {
-		data := patchTarHeader(tarball, 512, func(h []byte) {
-			copy(h[136:148], "12x4567\x00\x00\x00\x00\x00") // mtime
-			copy(h[108:116], "zz\x00\x00\x00\x00\x00\x00")  // uid
-		})
-		recs, _, err := readObject(t, Auto, "x.tar", data, 0)
-		if err != nil {
-			t.Fatal(err)
+	t.Run("a header's malformed mtime is refused, as GNU tar refuses it", func(t *testing.T) {
+		data := patchTarHeader(tarball, 512, func(h []byte) { copy(h[136:148], "12x4567\x00\x00\x00\x00\x00") })
+		if _, err := clitool.Output(data, "tar", "-tf", "-"); err == nil {
+			t.Fatal("GNU tar reads the patched header")
 		}
-		sameRecords(t, recs, []entryRecord{{"a.txt", "a1"}})
+		if recs, _, err := readObject(t, Auto, "x.tar", data, 0); !errors.Is(err, ErrCorrupt) || len(recs) != 0 {
+			t.Fatalf("records %v, err %v; want none and ErrCorrupt", recs, err)
+		}
+	})
+	t.Run("a stream that ends inside an entry's padding is cut short", func(t *testing.T) {
+		end := 512 + 512 + 3 // a.txt's header, its 3 bytes, then 509 bytes of padding
+		for _, cut := range []int{end, end + 100} {
+			recs, _, err := readObject(t, Auto, "x.tar", tarball[:cut], 0)
+			if !errors.Is(err, ErrCorrupt) {
+				t.Errorf("cut at %d: records %v, err %v; want ErrCorrupt", cut, recs, err)
+			}
+		}
 	})
 	t.Run("PAX records: a malformed mtime, a NUL in the path", func(t *testing.T) {
 		// Written by Python's tarfile, which writes the records it is given.
@@ -274,6 +281,28 @@ t.close()`
 					t.Errorf("empty %s (%d bytes): records %v, err %v", c.ext, len(empty), recs, err)
 				}
 			}
+		}
+	})
+	t.Run("GNU sparse PAX versions", func(t *testing.T) {
+		sp := clitool.WriteFiles(t, nil)
+		sparseFile(t, sp, "sparse.bin")
+		data := clitool.RunIn(t, sp, nil, "tar", "--format=pax", "-S", "--sparse-version=1.0", "-cf", "-", "sparse.bin")
+		want := fileRecords(t, sp, "sparse.bin")
+		// The minor record lost: GNU tar reads it as 1.0, and so does s3io.
+		lost := bytes.Replace(data, []byte("GNU.sparse.minor=0"), []byte("GNU.sparse.minoq=0"), 1)
+		if bytes.Equal(lost, data) {
+			t.Fatal("no GNU.sparse.minor record")
+		}
+		recs, _, err := readObject(t, Auto, "x.tar", lost, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sameRecords(t, recs, want)
+		// An unknown version is refused: read as a regular file, its sparse map would be
+		// records.
+		unknown := bytes.Replace(data, []byte("GNU.sparse.major=1"), []byte("GNU.sparse.major=3"), 1)
+		if recs, _, err := readObject(t, Auto, "x.tar", unknown, 0); !errors.Is(err, ErrCorrupt) || len(recs) != 0 {
+			t.Fatalf("version 3.0: records %d, err %v; want none and ErrCorrupt", len(recs), err)
 		}
 	})
 	t.Run("entry types s3io does not read are refused by name", func(t *testing.T) {

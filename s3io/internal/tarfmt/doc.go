@@ -6,10 +6,14 @@
 //   - an octal field is read as GNU tar reads it (strconv.go parseOctal): archive/tar
 //     skipped every leading NUL and read a size of NULs ending in "0016" as 14 where GNU
 //     tar, bsdtar and Python's tarfile read 0;
-//   - fields that change no content are lenient (reader.go readHeader, mergePAX): a
-//     malformed mode, id, device number or time, in a header or a PAX record, is ignored
-//     instead of refusing the archive, and a NUL ends a PAX path, link path or user or group
-//     name instead of refusing it;
+//   - PAX records that change no content are lenient (reader.go mergePAX): a malformed
+//     id or time is ignored instead of refusing the archive, and a NUL ends a path, link
+//     path or user or group name, as in GNU tar, bsdtar and Python (a header's own numeric
+//     fields stay strict, as GNU tar and Python refuse a malformed one);
+//   - a stream that ends inside an entry's padding is cut short, not the archive's end;
+//   - a GNU sparse PAX entry of an unknown version is refused, not read as a regular file
+//     holding its sparse map, and a 1.x entry whose minor record is lost is read as 1.0,
+//     as GNU tar reads it;
 //   - names are not checked with filepath.IsLocal: nothing is written to a file system;
 //   - IsHeader tells a tar from other bytes by its header's checksum, which every tar
 //     dialect has, not by the ustar magic that v7 tars lack.

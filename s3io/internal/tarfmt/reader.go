@@ -68,7 +68,12 @@ func (tr *Reader) next() (*Header, error) {
 		if err := discard(tr.r, tr.curr.physicalRemaining()); err != nil {
 			return nil, err
 		}
-		if _, err := tryReadFull(tr.r, tr.blk[:tr.pad]); err != nil {
+		if _, err := io.ReadFull(tr.r, tr.blk[:tr.pad]); err != nil {
+			// A stream that ends inside an entry's padding is cut short (GNU tar:
+			// "Unexpected EOF in archive"); archive/tar took it for the archive's end.
+			if err == io.EOF {
+				err = io.ErrUnexpectedEOF
+			}
 			return nil, err
 		}
 		tr.pad = 0
@@ -210,10 +215,11 @@ func (tr *Reader) readGNUSparsePAXHeaders(hdr *Header) (sparseDatas, error) {
 	switch {
 	case major == "0" && (minor == "0" || minor == "1"):
 		is1x0 = false
-	case major == "1" && minor == "0":
-		is1x0 = true
+	case major == "1" && (minor == "0" || minor == ""):
+		is1x0 = true // GNU tar reads a 1.x header whose minor record is lost as 1.0
 	case major != "" || minor != "":
-		return nil, nil // Unknown GNU sparse PAX version
+		// archive/tar read such an entry as a regular file: its sparse map as data.
+		return nil, ErrHeader // Unknown GNU sparse PAX version
 	case hdr.PAXRecords[paxGNUSparseMap] != "":
 		is1x0 = false // 0.0 and 0.1 did not have explicit version records, so guess
 	default:
@@ -378,21 +384,18 @@ func (tr *Reader) readHeader() (*Header, *block, error) {
 	hdr.Name = p.parseString(v7.name())
 	hdr.Linkname = p.parseString(v7.linkName())
 	hdr.Size = p.parseNumeric(v7.size())
-	// Fields that change no content are read leniently, as GNU tar and bsdtar read them:
-	// a malformed one is 0, not a refused archive. The size (p) stays strict.
-	var meta parser
-	hdr.Mode = meta.parseNumeric(v7.mode())
-	hdr.Uid = int(meta.parseNumeric(v7.uid()))
-	hdr.Gid = int(meta.parseNumeric(v7.gid()))
-	hdr.ModTime = time.Unix(meta.parseNumeric(v7.modTime()), 0)
+	hdr.Mode = p.parseNumeric(v7.mode())
+	hdr.Uid = int(p.parseNumeric(v7.uid()))
+	hdr.Gid = int(p.parseNumeric(v7.gid()))
+	hdr.ModTime = time.Unix(p.parseNumeric(v7.modTime()), 0)
 
 	// Unpack format specific fields.
 	if format > formatV7 {
 		ustar := tr.blk.toUSTAR()
 		hdr.Uname = p.parseString(ustar.userName())
 		hdr.Gname = p.parseString(ustar.groupName())
-		hdr.Devmajor = meta.parseNumeric(ustar.devMajor())
-		hdr.Devminor = meta.parseNumeric(ustar.devMinor())
+		hdr.Devmajor = p.parseNumeric(ustar.devMajor())
+		hdr.Devminor = p.parseNumeric(ustar.devMinor())
 
 		var prefix string
 		switch {
@@ -415,8 +418,8 @@ func (tr *Reader) readHeader() (*Header, *block, error) {
 		case format.has(formatSTAR):
 			star := tr.blk.toSTAR()
 			prefix = p.parseString(star.prefix())
-			hdr.AccessTime = time.Unix(meta.parseNumeric(star.accessTime()), 0)
-			hdr.ChangeTime = time.Unix(meta.parseNumeric(star.changeTime()), 0)
+			hdr.AccessTime = time.Unix(p.parseNumeric(star.accessTime()), 0)
+			hdr.ChangeTime = time.Unix(p.parseNumeric(star.changeTime()), 0)
 		case format.has(FormatGNU):
 			hdr.Format = format
 			var p2 parser
