@@ -47,6 +47,8 @@ type xzDecBCJ struct {
 		 * ARM              4           0
 		 * ARM-Thumb        2           2
 		 * SPARC            4           0
+		 * ARM64            4           0
+		 * RISC-V           2           8 (xz-embedded keeps 16 bytes too)
 		 */
 		buf      []byte // slice buf will be backed by bufArray
 		bufArray [16]byte
@@ -265,6 +267,98 @@ func bcjSPARCFilter(s *xzDecBCJ, buf []byte) int {
 }
 
 /*
+ * ARM64 and RISC-V: ported from xz-embedded's xz_dec_bcj.c (0BSD, Lasse
+ * Collin), which is the decoder of xz-utils' simple/arm64.c and simple/riscv.c.
+ * The positions are the low 32 bits of the uncompressed position in the Block
+ * plus the start offset, as in C.
+ */
+func bcjARM64Filter(s *xzDecBCJ, buf []byte) int {
+	var i int
+	var instr, addr uint32
+	for i = 0; i+4 <= len(buf); i += 4 {
+		instr = getLE32(buf[i:])
+		if instr>>26 == 0x25 {
+			/* BL instruction */
+			addr = instr - uint32(s.pos+i)>>2
+			instr = 0x94000000 | addr&0x03FFFFFF
+			putLE32(instr, buf[i:])
+		} else if instr&0x9F000000 == 0x90000000 {
+			/* ADRP instruction */
+			addr = instr>>29&3 | instr>>3&0x1FFFFC
+			/* Only convert values in the range +/-512 MiB. */
+			if (addr+0x020000)&0x1C0000 != 0 {
+				continue
+			}
+			addr -= uint32(s.pos+i) >> 12
+			instr &= 0x9000001F
+			instr |= (addr & 3) << 29
+			instr |= (addr & 0x03FFFC) << 3
+			instr |= (0 - addr&0x020000) & 0xE00000
+			putLE32(instr, buf[i:])
+		}
+	}
+	return i
+}
+
+func bcjRISCVFilter(s *xzDecBCJ, buf []byte) int {
+	if len(buf) < 8 {
+		return 0
+	}
+	size := len(buf) - 8
+	var i int
+	var b1, b2, b3, instr, instr2, instr2rs1, addr uint32
+	for i = 0; i <= size; i += 2 {
+		instr = uint32(buf[i])
+		if instr == 0xEF {
+			/* JAL */
+			b1 = uint32(buf[i+1])
+			if b1&0x0D != 0 {
+				continue
+			}
+			b2 = uint32(buf[i+2])
+			b3 = uint32(buf[i+3])
+			addr = (b1&0xF0)<<13 | b2<<9 | b3<<1
+			addr -= uint32(s.pos + i)
+			buf[i+1] = byte(b1&0x0F | addr>>8&0xF0)
+			buf[i+2] = byte(addr>>16&0x0F | addr>>7&0x10 | addr<<4&0xE0)
+			buf[i+3] = byte(addr>>4&0x7F | addr>>13&0x80)
+			i += 4 - 2
+		} else if instr&0x7F == 0x17 {
+			/* AUIPC */
+			instr |= uint32(buf[i+1]) << 8
+			instr |= uint32(buf[i+2]) << 16
+			instr |= uint32(buf[i+3]) << 24
+			if instr&0xE80 != 0 {
+				/* AUIPC's rd doesn't equal x0 or x2. */
+				instr2 = getLE32(buf[i+4:])
+				if (instr<<8^(instr2-3))&0xF8003 != 0 {
+					i += 6 - 2
+					continue
+				}
+				addr = instr&0xFFFFF000 + instr2>>20
+				instr = 0x17 | 2<<7 | instr2<<12
+				instr2 = addr
+			} else {
+				/* AUIPC's rd equals x0 or x2. */
+				instr2rs1 = instr >> 27
+				if (instr-0x3117)<<18 >= instr2rs1&0x1D {
+					i += 4 - 2
+					continue
+				}
+				addr = getBE32(buf[i+4:])
+				addr -= uint32(s.pos + i)
+				instr2 = instr>>12 | addr<<20
+				instr = 0x17 | instr2rs1<<7 | (addr+0x800)&0xFFFFF000
+			}
+			putLE32(instr, buf[i:])
+			putLE32(instr2, buf[i+4:])
+			i += 8 - 2
+		}
+	}
+	return i
+}
+
+/*
  * Apply the selected BCJ filter. Update *pos and s.pos to match the amount
  * of data that got filtered.
  */
@@ -284,6 +378,10 @@ func bcjApply(s *xzDecBCJ, buf []byte, pos *int) {
 		filtered = bcjARMThumbFilter(s, buf)
 	case idBCJSPARC:
 		filtered = bcjSPARCFilter(s, buf)
+	case idBCJARM64:
+		filtered = bcjARM64Filter(s, buf)
+	case idBCJRISCV:
+		filtered = bcjRISCVFilter(s, buf)
 	default:
 		/* Never reached */
 	}
@@ -425,31 +523,13 @@ func xzDecBCJCreate() *xzDecBCJ {
  * supported. Otherwise xzOptionsError is returned.
  */
 func xzDecBCJReset(s *xzDecBCJ, id xzFilterID, offset int) xzRet {
-	switch id {
-	case idBCJX86:
-	case idBCJPowerPC:
-	case idBCJIA64:
-	case idBCJARM:
-	case idBCJARMThumb:
-	case idBCJSPARC:
-	default:
+	if !isBCJ(id) {
 		/* Unsupported Filter ID */
 		return xzOptionsError
 	}
 	// check offset is a multiple of alignment
-	switch id {
-	case idBCJPowerPC, idBCJARM, idBCJSPARC:
-		if offset%4 != 0 {
-			return xzOptionsError
-		}
-	case idBCJIA64:
-		if offset%16 != 0 {
-			return xzOptionsError
-		}
-	case idBCJARMThumb:
-		if offset%2 != 0 {
-			return xzOptionsError
-		}
+	if offset%bcjAlignment(id) != 0 {
+		return xzOptionsError
 	}
 	s.typ = id
 	s.ret = xzOK
@@ -458,4 +538,18 @@ func xzDecBCJReset(s *xzDecBCJ, id xzFilterID, offset int) xzRet {
 	s.temp.filtered = 0
 	s.temp.buf = nil
 	return xzOK
+}
+
+// bcjAlignment is the alignment of the BCJ filter id's instructions, of which its
+// start offset must be a multiple (as xz-utils requires).
+func bcjAlignment(id xzFilterID) int {
+	switch id {
+	case idBCJPowerPC, idBCJARM, idBCJSPARC, idBCJARM64:
+		return 4
+	case idBCJIA64:
+		return 16
+	case idBCJARMThumb, idBCJRISCV:
+		return 2
+	}
+	return 1
 }

@@ -14,6 +14,7 @@ package xz
 import (
 	"bytes"
 	"crypto/sha256"
+	"fmt"
 	"hash"
 	"hash/crc32"
 	"hash/crc64"
@@ -173,6 +174,15 @@ type xzDec struct {
 	// number of currently in use BCJ/Delta filters from the above
 	bcjsUsed   int
 	deltasUsed int
+	// optErr says what the last xzOptionsError refused (see refuse)
+	optErr *OptionsError
+}
+
+// refuse returns xzOptionsError, keeping in s.optErr what was refused: the filter
+// id (0 for none) and detail. The Reader returns it as the error.
+func (s *xzDec) refuse(id xzFilterID, detail string) xzRet {
+	s.optErr = &OptionsError{Filter: uint64(id), Detail: detail}
+	return xzOptionsError
 }
 
 /* Sizes of the Check field with different Check IDs */
@@ -425,7 +435,8 @@ func decStreamHeader(s *xzDec) xzRet {
 		return xzDataError
 	}
 	if s.temp.buf[len(headerMagic)] != 0 {
-		return xzOptionsError
+		return s.refuse(0, fmt.Sprintf("stream flags 0x%02x%02x (reserved bits set)",
+			s.temp.buf[len(headerMagic)], s.temp.buf[len(headerMagic)+1]))
 	}
 	/*
 	 * Of integrity checks, we support none (Check ID = 0),
@@ -435,7 +446,7 @@ func decStreamHeader(s *xzDec) xzRet {
 	 */
 	s.CheckType = CheckID(s.temp.buf[len(headerMagic)+1])
 	if s.CheckType > checkMax {
-		return xzOptionsError
+		return s.refuse(0, fmt.Sprintf("stream flags 0x00%02x (reserved bits set)", byte(s.CheckType)))
 	}
 	switch s.CheckType {
 	case CheckNone:
@@ -510,7 +521,7 @@ func decBlockHeader(s *xzDec) xzRet {
 	 * Catch unsupported Block Flags.
 	 */
 	if s.temp.buf[1]&0x3C != 0 {
-		return xzOptionsError
+		return s.refuse(0, fmt.Sprintf("block flags 0x%02x (reserved bits set)", s.temp.buf[1]))
 	}
 	/* Compressed Size */
 	if s.temp.buf[1]&0x40 != 0 {
@@ -539,86 +550,66 @@ func decBlockHeader(s *xzDec) xzRet {
 	} else {
 		s.blockHeader.uncompressed = vliUnknown
 	}
-	// get total number of filters (1-4)
+	/*
+	 * The Filter Flags: a Filter ID and a Size of Properties, both
+	 * variable-length integers (an ID this package does not know may
+	 * take more than one byte), then the Filter Properties. Every
+	 * filter but the last must be a BCJ or Delta filter, the last
+	 * must be LZMA2. A chain this package cannot decode is refused
+	 * with an OptionsError naming the filter (s.refuse).
+	 */
 	filterTotal := int(s.temp.buf[1]&0x03) + 1
-	// slice to hold decoded filters
-	filterList := make([]struct {
+	var filterList [4]struct {
 		id    xzFilterID
 		props uint32
-	}, filterTotal)
-	// decode the non-last filters which cannot be LZMA2
-	for i := 0; i < filterTotal-1; i++ {
-		/* Valid Filter Flags always take at least two bytes. */
-		if len(s.temp.buf)-s.temp.pos < 2 {
+	}
+	for i := 0; i < filterTotal; i++ {
+		if decVLI(s, s.temp.buf, &s.temp.pos) != xzStreamEnd {
 			return xzDataError
 		}
-		s.temp.pos += 2
-		switch id := xzFilterID(s.temp.buf[s.temp.pos-2]); id {
-		case idDelta:
-			// delta filter
-			if s.temp.buf[s.temp.pos-1] != 0x01 {
-				return xzOptionsError
-			}
-			/* Filter Properties contains distance - 1 */
-			if len(s.temp.buf)-s.temp.pos < 1 {
-				return xzDataError
-			}
-			props := uint32(s.temp.buf[s.temp.pos])
-			s.temp.pos++
-			filterList[i] = struct {
-				id    xzFilterID
-				props uint32
-			}{id: id, props: props}
-		case idBCJX86, idBCJPowerPC, idBCJIA64,
-			idBCJARM, idBCJARMThumb, idBCJSPARC:
-			// bcj filter
-			var props uint32
-			switch s.temp.buf[s.temp.pos-1] {
-			case 0x00:
-				props = 0
-			case 0x04:
-				if len(s.temp.buf)-s.temp.pos < 4 {
-					return xzDataError
-				}
-				props = getLE32(s.temp.buf[s.temp.pos:])
-				s.temp.pos += 4
-			default:
-				return xzOptionsError
-			}
-			filterList[i] = struct {
-				id    xzFilterID
-				props uint32
-			}{id: id, props: props}
-		default:
-			return xzOptionsError
+		id := xzFilterID(s.vli)
+		if decVLI(s, s.temp.buf, &s.temp.pos) != xzStreamEnd {
+			return xzDataError
 		}
+		if s.vli > vliType(len(s.temp.buf)-s.temp.pos) {
+			return xzDataError
+		}
+		props := s.temp.buf[s.temp.pos : s.temp.pos+int(s.vli)]
+		s.temp.pos += len(props)
+		last := i == filterTotal-1
+		switch {
+		case id == 0: // no filter's ID, and OptionsError's "no filter"
+			return s.refuse(0, "filter ID 0x00")
+		case FilterName(uint64(id)) == "":
+			return s.refuse(id, "")
+		case last && id != idLZMA2:
+			return s.refuse(id, "as the last filter of the chain, where LZMA2 must be")
+		case !last && id == idLZMA2:
+			return s.refuse(id, fmt.Sprintf("as filter %d of a chain of %d, before its end", i+1, filterTotal))
+		case id == idLZMA2 || id == idDelta:
+			if len(props) != 1 {
+				return s.refuse(id, fmt.Sprintf("with %d bytes of properties instead of 1", len(props)))
+			}
+			filterList[i].props = uint32(props[0])
+		default: // BCJ
+			switch len(props) {
+			case 0:
+			case 4:
+				filterList[i].props = getLE32(props)
+			default:
+				return s.refuse(id, fmt.Sprintf("with %d bytes of properties instead of 0 or 4", len(props)))
+			}
+			if a := bcjAlignment(id); int(filterList[i].props)%a != 0 {
+				return s.refuse(id, fmt.Sprintf("with start offset %d, not a multiple of %d", filterList[i].props, a))
+			}
+		}
+		filterList[i].id = id
 	}
-	/*
-	 * decode the last filter which must be LZMA2
-	 */
-	if len(s.temp.buf)-s.temp.pos < 2 {
-		return xzDataError
+	if lzma2 := filterList[filterTotal-1].props; lzma2 > 40 {
+		return s.refuse(idLZMA2, fmt.Sprintf("with dictionary size property %d (above 40, 4 GiB)", lzma2))
 	}
-	/* Filter ID = LZMA2 */
-	if xzFilterID(s.temp.buf[s.temp.pos]) != idLZMA2 {
-		return xzOptionsError
-	}
-	s.temp.pos++
-	/* Size of Properties = 1-byte Filter Properties */
-	if s.temp.buf[s.temp.pos] != 0x01 {
-		return xzOptionsError
-	}
-	s.temp.pos++
-	/* Filter Properties contains LZMA2 dictionary size. */
-	if len(s.temp.buf)-s.temp.pos < 1 {
-		return xzDataError
-	}
-	props := uint32(s.temp.buf[s.temp.pos])
-	s.temp.pos++
-	filterList[filterTotal-1] = struct {
-		id    xzFilterID
-		props uint32
-	}{id: idLZMA2, props: props}
+	/* BCJ and Delta states are reused from block to block. */
+	s.bcjsUsed, s.deltasUsed = 0, 0
 	/*
 	 * Process the filter list and create s.chain, going from last
 	 * filter (LZMA2) to first filter
@@ -655,8 +646,7 @@ func decBlockHeader(s *xzDec) xzRet {
 			s.chain = func(b *xzBuf) xzRet {
 				return xzDecDeltaRun(delta, b, chain)
 			}
-		case idBCJX86, idBCJPowerPC, idBCJIA64,
-			idBCJARM, idBCJARMThumb, idBCJSPARC:
+		default:
 			// bcj filter
 			var bcj *xzDecBCJ
 			if s.bcjsUsed < len(s.bcjs) {
@@ -679,7 +669,7 @@ func decBlockHeader(s *xzDec) xzRet {
 	/* The rest must be Header Padding. */
 	for s.temp.pos < len(s.temp.buf) {
 		if s.temp.buf[s.temp.pos] != 0x00 {
-			return xzOptionsError
+			return s.refuse(0, "non-zero block header padding")
 		}
 		s.temp.pos++
 	}
@@ -929,4 +919,5 @@ func xzDecReset(s *xzDec) {
 	s.chain = nil
 	s.bcjsUsed = 0
 	s.deltasUsed = 0
+	s.optErr = nil
 }

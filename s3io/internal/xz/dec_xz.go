@@ -84,8 +84,48 @@ const (
 	idBCJARM      xzFilterID = 0x07
 	idBCJARMThumb xzFilterID = 0x08
 	idBCJSPARC    xzFilterID = 0x09
+	idBCJARM64    xzFilterID = 0x0A // xz-utils 5.4
+	idBCJRISCV    xzFilterID = 0x0B // xz-utils 5.6
 	idLZMA2       xzFilterID = 0x21
 )
+
+// isBCJ reports whether id is one of the BCJ filters.
+func isBCJ(id xzFilterID) bool {
+	return id >= idBCJX86 && id <= idBCJRISCV
+}
+
+// FilterName returns the name of the .xz filter with ID id as the xz-utils manual
+// calls it ("x86", "ARM64", "RISC-V", "Delta", "LZMA2"), or "" for an ID that no
+// version of xz-utils up to 5.8 defines.
+func FilterName(id uint64) string {
+	switch xzFilterID(id) {
+	case idDelta:
+		return "Delta"
+	case idBCJX86:
+		return "x86"
+	case idBCJPowerPC:
+		return "PowerPC"
+	case idBCJIA64:
+		return "IA-64"
+	case idBCJARM:
+		return "ARM"
+	case idBCJARMThumb:
+		return "ARM-Thumb"
+	case idBCJSPARC:
+		return "SPARC"
+	case idBCJARM64:
+		return "ARM64"
+	case idBCJRISCV:
+		return "RISC-V"
+	case idLZMA2:
+		return "LZMA2"
+	}
+	return ""
+}
+
+// IsBCJ reports whether id is the ID of one of the .xz BCJ (branch/call/jump)
+// filters, all of which this package decodes.
+func IsBCJ(id uint64) bool { return id < 1<<63 && isBCJ(xzFilterID(id)) }
 
 // CheckID is the type of the data integrity check in an XZ stream
 // calculated from the uncompressed data.

@@ -11,6 +11,7 @@ package xz
 
 import (
 	"errors"
+	"fmt"
 	"io"
 )
 
@@ -23,6 +24,48 @@ var (
 	ErrData             = errors.New("xz: data is corrupt")
 	ErrBuf              = errors.New("xz: data is truncated or corrupt")
 )
+
+// An OptionsError is the ErrOptions of a header that is intact (its CRC32 matches,
+// so it is not corruption) but asks for what this package does not decode: a
+// filter it does not know, a filter in a place or with properties it does not
+// support, or flags the .xz format reserves for a later version. xz-utils refuses
+// the same headers ("Unsupported options"). It wraps ErrOptions.
+type OptionsError struct {
+	// Filter is the ID of the filter refused; 0, which is no filter's ID, when
+	// the refusal is of another field of a stream or block header.
+	Filter uint64
+	// Detail says what was refused beyond the filter's ID, or is "" for a
+	// filter that this package does not know.
+	Detail string
+}
+
+// FilterString names the refused filter: "BCJ filter ARM64 (ID 0x0a)", "filter
+// ID 0x0c (not one this package knows)", or "" when no filter was refused.
+func (e *OptionsError) FilterString() string {
+	switch name := FilterName(e.Filter); {
+	case e.Filter == 0:
+		return ""
+	case name == "":
+		return fmt.Sprintf("filter ID 0x%02x (not one this package knows)", e.Filter)
+	case IsBCJ(e.Filter):
+		return fmt.Sprintf("BCJ filter %s (ID 0x%02x)", name, e.Filter)
+	default:
+		return fmt.Sprintf("filter %s (ID 0x%02x)", name, e.Filter)
+	}
+}
+
+func (e *OptionsError) Error() string {
+	what := e.FilterString()
+	switch {
+	case what == "":
+		what = e.Detail
+	case e.Detail != "":
+		what += " " + e.Detail
+	}
+	return ErrOptions.Error() + ": " + what
+}
+
+func (e *OptionsError) Unwrap() error { return ErrOptions }
 
 // DefaultDictMax is the default maximum dictionary size in bytes used
 // by the decoder. This value is sufficient to decompress files
@@ -185,6 +228,9 @@ func (z *Reader) Read(p []byte) (n int, err error) {
 			err = ErrFormat
 		case xzOptionsError:
 			err = ErrOptions
+			if z.dec.optErr != nil {
+				err = z.dec.optErr
+			}
 		case xzDataError:
 			err = ErrData
 		case xzBufError:
