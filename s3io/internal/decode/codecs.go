@@ -15,7 +15,8 @@ import (
 	"github.com/klauspost/compress/zlib"
 	"github.com/klauspost/compress/zstd"
 	"github.com/pierrec/lz4/v4"
-	"github.com/therootcompany/xz"
+
+	"github.com/spate-io/beam-s3/s3io/internal/xz"
 )
 
 // The libraries, chosen by decode speed over objects the command-line tools wrote (the
@@ -23,9 +24,14 @@ import (
 //
 //   - bzip2: the standard library. It reads concatenated streams (pbzip2, lbzip2, cat a.bz2
 //     b.bz2) to the end; github.com/dsnet/compress was within 5-20% and is unmaintained.
-//   - xz: github.com/therootcompany/xz, the tagged, CC0-licensed copy of xi2/xz (a port of
-//     xz-embedded): twice the speed of github.com/ulikunitz/xz, a dictionary bound of its
-//     own, one dictionary reused across blocks and objects, and every truncation an error.
+//   - xz: s3io/internal/xz, a copy of github.com/therootcompany/xz v1.0.1 (the tagged,
+//     CC0-licensed copy of xi2/xz, a port of xz-embedded): twice the speed of
+//     github.com/ulikunitz/xz, a dictionary bound of its own, one dictionary reused across
+//     blocks and objects, and every truncation an error. v1.0.1 is the library's only
+//     version and refuses the ARM64 BCJ filter xz-utils 5.4 writes; the copy adds ARM64 and
+//     RISC-V (xz-utils 5.6), so that every filter xz-utils writes (Delta and the BCJ filters
+//     x86, PowerPC, IA-64, ARM, ARM-Thumb, SPARC, ARM64, RISC-V) is decoded, and it names
+//     the filter of a header it refuses (xzOptionsRefusal). It decodes as fast as v1.0.1.
 //   - lz4: github.com/pierrec/lz4/v4, the only maintained pure-Go frame decoder.
 //   - snappy framing: klauspost/compress/s2, already a dependency, as fast as golang/snappy.
 //   - zlib, raw deflate: klauspost/compress, 1.5-2x the standard library.
@@ -149,7 +155,7 @@ func (d *Decompressors) openCodec(comp Compression, head []byte, stream io.Reade
 			if errors.Is(err, xz.ErrMemlimit) {
 				return windowError("xz stream's LZMA2 dictionary", 0, limit)
 			}
-			return nil
+			return xzOptionsRefusal(err)
 		}
 		if err != nil {
 			if r := refuse(err); r != nil && fetched.err == nil {
@@ -284,6 +290,37 @@ func xzFirstDict(head []byte) int64 {
 		}
 	}
 	return 0
+}
+
+// xzOptionsRefusal is the ErrUnsupported error of an xz stream one of whose intact
+// headers (their CRC32s match: a flipped byte is corruption) asks for what the decoder
+// does not decode, xz.ErrOptions: a filter of an ID it does not know, a BCJ start offset
+// off the filter's alignment, bits the format reserves. It names the filter by name and
+// ID. xz-utils refuses the same headers ("Unsupported options"). nil for other errors.
+func xzOptionsRefusal(err error) error {
+	if !errors.Is(err, xz.ErrOptions) {
+		return nil
+	}
+	what := "options the decoder does not know"
+	var oe *xz.OptionsError
+	if errors.As(err, &oe) {
+		name := xz.FilterName(oe.Filter)
+		switch {
+		case oe.Filter == 0:
+			what = oe.Detail
+		case name == "":
+			what = fmt.Sprintf("an xz filter of unknown ID 0x%02x", oe.Filter)
+		case xz.IsBCJ(oe.Filter):
+			what = fmt.Sprintf("the xz BCJ filter %s (ID 0x%02x)", name, oe.Filter)
+		default:
+			what = fmt.Sprintf("the xz filter %s (ID 0x%02x)", name, oe.Filter)
+		}
+		if oe.Filter != 0 && oe.Detail != "" {
+			what += " " + oe.Detail
+		}
+	}
+	return fmt.Errorf("%w: the xz stream asks for %s, which s3io does not decode; recompress it with xz's standard filters",
+		ErrUnsupported, what)
 }
 
 // brotliWindow returns the window a brotli stream starting head declares (its WBITS), or 0

@@ -11,7 +11,8 @@ import (
 	"github.com/klauspost/compress/s2"
 	"github.com/klauspost/compress/zstd"
 	"github.com/pierrec/lz4/v4"
-	"github.com/therootcompany/xz"
+
+	"github.com/spate-io/beam-s3/s3io/internal/xz"
 )
 
 // ErrCorrupt marks an object whose compressed bytes cannot be decoded.
