@@ -30,11 +30,17 @@ const maxZipDirectoryBytes = 256 << 20
 // from the object's stream; the central directory comes from a ranged GET of the tail.
 type zipEntries struct {
 	at      *zipSource
-	files   []*zip.File
+	files   []zipFile
 	next    int
 	dec     entryDecoder   // an entry's own codec, by its name (auto mode)
 	methods *Decompressors // the zip compression methods beyond deflate
 	cur     io.ReadCloser
+}
+
+// zipFile is a regular file of a zip and the offset of its local header.
+type zipFile struct {
+	*zip.File
+	off int64
 }
 
 func (d *Decompressors) openZip(mode Compression, obj ObjectInfo, stream io.Reader) (Entries, error) {
@@ -53,11 +59,7 @@ func (d *Decompressors) openZip(mode Compression, obj ObjectInfo, stream io.Read
 	at.streaming = true
 	z := &zipEntries{at: at, dec: entryDecoder{mode: mode, kind: "zip", outer: d}, methods: d.inner(&d.methods)}
 	z.registerMethods(zr)
-	type entry struct {
-		f   *zip.File
-		off int64
-	}
-	var files []entry
+	var files []zipFile
 	for i, f := range zr.File {
 		// Not directories or links; an entry zip wrote from a pipe (stdin) is data. A
 		// directory or link is skipped whatever its flags and method say: it yields no
@@ -66,26 +68,26 @@ func (d *Decompressors) openZip(mode Compression, obj ObjectInfo, stream io.Read
 		// refuse content that is all readable. An encrypted regular file is refused even
 		// when empty: its bytes cannot be checked without the key.
 		if m := f.Mode(); !m.IsDir() && m&(fs.ModeSymlink|fs.ModeDevice|fs.ModeSocket|fs.ModeIrregular) == 0 && !strings.HasSuffix(f.Name, "/") {
-			files = append(files, entry{f, offsets[i]})
+			files = append(files, zipFile{f, offsets[i]})
 		}
 	}
 	// Archive order is the order of the local headers, which the stream passes once.
-	slices.SortStableFunc(files, func(a, b entry) int { return cmp.Compare(a.off, b.off) })
+	slices.SortStableFunc(files, func(a, b zipFile) int { return cmp.Compare(a.off, b.off) })
 	// Everything s3io refuses by an entry's directory record is decided here, for every
 	// entry, before the first record: an unsupported object emits no records. What only an
 	// entry's bytes tell (an archive inside by its magic, a codec's window or dictionary) is
 	// decided when the stream reaches the entry.
 	var refusal error
 	refused := 0
-	for _, e := range files {
-		if err := zipRefusal(mode, e.f); err != nil {
+	for _, f := range files {
+		if err := zipRefusal(mode, f.File); err != nil {
 			if refusal == nil {
 				refusal = err
 			}
 			refused++
 		}
-		z.files = append(z.files, e.f)
 	}
+	z.files = files
 	switch {
 	case refused == 2:
 		return nil, fmt.Errorf("%w (and 1 later entry s3io does not read either)", refusal)
@@ -120,6 +122,72 @@ func zipRefusal(mode Compression, f *zip.File) error {
 		return fmt.Errorf("zip entry %q: %w", f.Name, UnsupportedError(comp))
 	case comp == Tar, comp == Zip:
 		return fmt.Errorf("%w: zip entry %q is itself a %s archive, which s3io does not read inside an archive; unpack the outer archive", ErrUnsupported, f.Name, comp)
+	}
+	return nil
+}
+
+// zipLocalMismatch says where an entry's local header hdr (its 30 fixed bytes, name and
+// extra field) disagrees with the entry's central directory record f. archive/zip reads the
+// directory's fields only and skips the local header's; Info-ZIP unzip extracts an entry by
+// its local header's method, flags, CRC-32 and sizes (the directory's CRC-32 and sizes when
+// the local flags announce a data descriptor, bit 3) and warns, exit 1, of a local name or
+// UTF-8 flag (bit 11) that differs; Python's zipfile refuses a name that differs ("File name
+// in directory ... and header ... differ"). An entry whose two headers disagree is damaged,
+// and reading it by the directory alone would read what unzip refuses, or other bytes than
+// it extracts: it is corrupt. A zip64 local header gives the sizes it marks 0xffffffff in
+// its zip64 extra field, uncompressed then compressed, as unzip reads them (getZip64Data).
+func zipLocalMismatch(f *zip.File, hdr []byte) error {
+	if !bytes.HasPrefix(hdr, []byte("PK\x03\x04")) {
+		return fmt.Errorf("no local header at the offset the central directory gives")
+	}
+	le := binary.LittleEndian
+	nameLen := int(le.Uint16(hdr[26:]))
+	if name := hdr[30 : 30+nameLen]; string(name) != f.Name {
+		return fmt.Errorf("its local header names it %q", name)
+	}
+	if m := le.Uint16(hdr[8:]); m != f.Method {
+		return fmt.Errorf("its local header says method %d, the central directory %d", m, f.Method)
+	}
+	flags := le.Uint16(hdr[6:])
+	for _, b := range []struct {
+		mask uint16
+		what string
+	}{{0x1, "bit 0 (encrypted)"}, {0x800, "bit 11 (a UTF-8 name)"}} {
+		if flags&b.mask != f.Flags&b.mask {
+			return fmt.Errorf("its local header's flags (%#04x) and the central directory's (%#04x) differ in %s", flags, f.Flags, b.what)
+		}
+	}
+	if flags&0x8 != 0 {
+		return nil // a data descriptor follows: the CRC-32 and sizes are the directory's
+	}
+	if crc := le.Uint32(hdr[14:]); crc != f.CRC32 {
+		return fmt.Errorf("its local header says CRC-32 %08x, the central directory %08x", crc, f.CRC32)
+	}
+	csize, usize := uint64(le.Uint32(hdr[18:])), uint64(le.Uint32(hdr[22:]))
+	for extra := hdr[30+nameLen:]; len(extra) >= 4; {
+		id, size := le.Uint16(extra), int(le.Uint16(extra[2:]))
+		if len(extra) < 4+size {
+			break
+		}
+		if id == 0x0001 {
+			field := extra[4 : 4+size]
+			for _, v := range []*uint64{&usize, &csize} {
+				if *v == 0xffffffff {
+					if len(field) < 8 {
+						return fmt.Errorf("its local header's zip64 extra field is cut short")
+					}
+					*v, field = le.Uint64(field), field[8:]
+				}
+			}
+			break
+		}
+		extra = extra[4+size:]
+	}
+	if csize != f.CompressedSize64 {
+		return fmt.Errorf("its local header says %d compressed bytes, the central directory %d", csize, f.CompressedSize64)
+	}
+	if usize != f.UncompressedSize64 {
+		return fmt.Errorf("its local header says %d uncompressed bytes, the central directory %d", usize, f.UncompressedSize64)
 	}
 	return nil
 }
@@ -187,7 +255,7 @@ func (z *zipEntries) Next() (Entry, error) {
 	}
 	f := z.files[z.next] // openZip refused the archive if it refuses f
 	z.next++
-	rc, err := f.Open()
+	rc, err := z.open(f)
 	if err == io.EOF {
 		err = io.ErrUnexpectedEOF // the directory puts the local header past the object's end
 	}
@@ -204,6 +272,20 @@ func (z *zipEntries) Next() (Entry, error) {
 		return Entry{}, err
 	}
 	return Entry{Name: f.Name, R: r}, nil
+}
+
+// open checks f's local header against its central directory record, then opens f. The
+// local header is read here, from the stream, and held by z.at: f.Open reads its first 30
+// bytes again, served from memory, and skips the rest to the entry's bytes.
+func (z *zipEntries) open(f zipFile) (io.ReadCloser, error) {
+	hdr, err := z.at.localHeader(f.off)
+	if err != nil {
+		return nil, err
+	}
+	if err := zipLocalMismatch(f.File, hdr); err != nil {
+		return nil, err
+	}
+	return f.Open()
 }
 
 // zipBody classifies the errors of an entry's bytes. archive/zip checks an entry's CRC-32 at
@@ -242,6 +324,10 @@ type zipSource struct {
 	tailStart int64
 	tail      []byte // the bytes [tailStart, size)
 	streaming bool   // the directory is read: offsets below tailStart come from fwd
+	// The local header localHeader read last, at hdrOff: until the stream passes it, a read
+	// of its bytes again (File.Open's) is served from here.
+	hdr    []byte
+	hdrOff int64
 }
 
 // fetchError is a failed ranged GET of the tail: it is reported as itself, not corruption.
@@ -270,6 +356,14 @@ func (z *zipSource) ReadAt(p []byte, off int64) (int, error) {
 		return n, nil
 	}
 	if off < z.pos {
+		if h := off - z.hdrOff; h >= 0 && h < int64(len(z.hdr)) && z.pos <= z.hdrOff+int64(len(z.hdr)) {
+			n := copy(p, z.hdr[h:])
+			if n == len(p) {
+				return n, nil
+			}
+			m, err := z.ReadAt(p[n:], off+int64(n))
+			return n + m, err
+		}
 		return 0, fmt.Errorf("zip: entries overlap: a read at byte %d after byte %d was read", off, z.pos)
 	}
 	if _, err := io.CopyN(io.Discard, z.fwd, off-z.pos); err != nil {
@@ -285,6 +379,30 @@ func (z *zipSource) ReadAt(p []byte, off int64) (int, error) {
 		err = io.EOF
 	}
 	return n, err
+}
+
+// localHeader reads the local header at off: its 30 fixed bytes, then its name and extra
+// field. It holds them until the stream passes them, so that File.Open, which reads the
+// first 30 bytes again to find the entry's bytes, reads them from memory: the object is
+// read once, and an entry costs one header read, not one per record.
+func (z *zipSource) localHeader(off int64) ([]byte, error) {
+	h := z.hdr[:0]
+	z.hdr = nil // h is reused: no read below is served from it
+	h = slices.Grow(h, 30)[:30]
+	if _, err := z.ReadAt(h, off); err != nil {
+		return nil, err
+	}
+	if bytes.HasPrefix(h, []byte("PK\x03\x04")) {
+		n := 30 + int(binary.LittleEndian.Uint16(h[26:])) + int(binary.LittleEndian.Uint16(h[28:]))
+		if n > 30 {
+			h = slices.Grow(h, n-30)[:n]
+			if _, err := z.ReadAt(h[30:], off+30); err != nil {
+				return nil, err
+			}
+		}
+	}
+	z.hdr, z.hdrOff = h, off
+	return h, nil
 }
 
 // extendTail fetches the bytes from off (or more: at least zipTailBytes) up to the tail

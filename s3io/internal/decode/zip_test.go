@@ -343,3 +343,118 @@ func TestZipHeaderPastTheEnd(t *testing.T) {
 		t.Fatalf("records %v, err %v; want ErrCorrupt naming the entry", recs, err)
 	}
 }
+
+// refusedCorrupt fails t unless reading data yielded no records and an error wrapping
+// ErrCorrupt that holds each of says.
+func refusedCorrupt(t *testing.T, data []byte, says ...string) {
+	t.Helper()
+	recs, _, err := readObject(t, Auto, "x.zip", data, 0)
+	if !errors.Is(err, ErrCorrupt) || len(recs) != 0 {
+		t.Fatalf("%d records (%v), err %v; want none and ErrCorrupt", len(recs), recs[:min(len(recs), 2)], err)
+	}
+	for _, s := range says {
+		if !strings.Contains(err.Error(), s) {
+			t.Fatalf("err %q does not say %q", err, s)
+		}
+	}
+}
+
+// unzipRefuses fails t unless `unzip -p` exits non-zero on data (a warning, exit 1, too).
+func unzipRefuses(t *testing.T, data []byte) {
+	t.Helper()
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "x.zip"), data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := clitool.OutputIn(dir, nil, "unzip", "-p", "x.zip"); err == nil {
+		t.Fatalf("unzip -p reads the object (%q); the case assumes it refuses it", out)
+	}
+}
+
+// TestZipLocalHeaderDisagrees: an entry whose local header disagrees with its central
+// directory record (the name, the method, the encryption or UTF-8 flag; the CRC-32 or a
+// size where no data descriptor follows, in the zip64 extra field too) is corrupt, refused
+// before its first record. archive/zip reads the directory's fields alone; unzip extracts
+// by the local header's and refuses these (bad CRC, unknown method, ucsize <> csize for a
+// stored entry, a warning for a name or UTF-8 flag), all but the encryption flag, which it
+// takes from the directory: that entry is damaged all the same. Headers that agree are
+// read, a zip64 local header (zip -fz) and local headers of zeros before a data
+// descriptor (zip writing to a pipe) among them.
+func TestZipLocalHeaderDisagrees(t *testing.T) {
+	var big strings.Builder // long enough for zip to deflate it
+	for i := range 200 {
+		fmt.Fprintf(&big, "line %d\n", i)
+	}
+	dir := clitool.WriteFiles(t, map[string]string{"a.txt": "a1\na2\n", "b.txt": "b1\nb2\n", "big.txt": big.String()})
+	stored := zipBuilt(t, dir, []string{"zip", "-q", "-X", "-0", "out.zip", "a.txt", "b.txt"})
+	deflated := zipBuilt(t, dir, []string{"zip", "-q", "-X", "out.zip", "big.txt", "b.txt"})
+	zip64 := zipBuilt(t, dir, []string{"zip", "-q", "-X", "-0", "-fz", "out.zip", "a.txt", "b.txt"})
+	piped := clitool.RunIn(t, dir, nil, "zip", "-q", "-X", "-", "big.txt", "b.txt") // stdout is a pipe
+	if local, _ := zipHeaders(t, deflated, "big.txt"); binary.LittleEndian.Uint16(deflated[local+8:]) != 8 {
+		t.Fatal("zip stored big.txt; the cases want it deflated")
+	}
+	if local, _ := zipHeaders(t, piped, "big.txt"); binary.LittleEndian.Uint16(piped[local+6:])&0x8 == 0 {
+		t.Fatal("zip wrote to a pipe without a data descriptor")
+	}
+	t.Run("headers that agree are read", func(t *testing.T) {
+		for i, c := range []struct {
+			data  []byte
+			names []string
+		}{{stored, []string{"a.txt", "b.txt"}}, {deflated, []string{"big.txt", "b.txt"}}, {zip64, []string{"a.txt", "b.txt"}}, {piped, []string{"big.txt", "b.txt"}}} {
+			recs, _, err := readObject(t, Auto, "x.zip", c.data, 0)
+			if err != nil {
+				t.Fatalf("object %d: %v", i, err)
+			}
+			sameRecords(t, recs, unzipRecords(t, c.data, c.names...))
+		}
+	})
+	for _, c := range []struct {
+		name         string
+		data         []byte
+		entry        string // the first entry, whose local header is changed
+		change       func(b []byte, local int)
+		unzipRefuses bool
+		says         string
+	}{
+		{"the name", stored, "a.txt", func(b []byte, l int) { b[l+30] = 'A' }, true, `its local header names it "A.txt"`},
+		{"the method, deflate to store", deflated, "big.txt", func(b []byte, l int) { b[l+8] = 0 }, true, "its local header says method 0, the central directory 8"},
+		{"an unknown method", deflated, "big.txt", func(b []byte, l int) { b[l+8] = 77 }, true, "its local header says method 77, the central directory 8"},
+		{"the encryption flag", stored, "a.txt", func(b []byte, l int) { b[l+6] |= 0x1 }, false, "bit 0 (encrypted)"},
+		{"the UTF-8 flag", stored, "a.txt", func(b []byte, l int) { b[l+7] |= 0x8 }, true, "bit 11"},
+		{"the CRC-32", stored, "a.txt", func(b []byte, l int) { b[l+14] ^= 0x1 }, true, "CRC-32"},
+		{"the compressed size", stored, "a.txt", func(b []byte, l int) { b[l+18]++ }, true, "7 compressed bytes, the central directory 6"},
+		{"the uncompressed size", stored, "a.txt", func(b []byte, l int) { b[l+22]-- }, true, "5 uncompressed bytes, the central directory 6"},
+		{"the compressed size in the zip64 extra field", zip64, "a.txt", func(b []byte, l int) {
+			if binary.LittleEndian.Uint32(b[l+18:]) != 0xffffffff || binary.LittleEndian.Uint16(b[l+30+5:]) != 1 {
+				t.Fatal("zip -fz wrote no zip64 sizes into the local header")
+			}
+			b[l+30+5+4+8]++ // after the uncompressed size
+		}, true, "7 compressed bytes, the central directory 6"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			data := bytes.Clone(c.data)
+			local, _ := zipHeaders(t, data, c.entry)
+			if local != 0 {
+				t.Fatalf("%s is not the first entry", c.entry)
+			}
+			c.change(data, local)
+			if c.unzipRefuses {
+				unzipRefuses(t, data)
+			}
+			refusedCorrupt(t, data, fmt.Sprintf("%q", c.entry), c.says)
+		})
+	}
+	t.Run("a data descriptor's local header is not compared", func(t *testing.T) {
+		// Before a data descriptor the local CRC-32 and sizes are zeros (unzip takes the
+		// directory's); set, they change nothing either.
+		data := bytes.Clone(piped)
+		local, _ := zipHeaders(t, data, "big.txt")
+		binary.LittleEndian.PutUint32(data[local+14:], 0x12345678)
+		binary.LittleEndian.PutUint32(data[local+18:], 3)
+		recs, _, err := readObject(t, Auto, "x.zip", data, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sameRecords(t, recs, unzipRecords(t, data, "big.txt", "b.txt"))
+	})
+}
