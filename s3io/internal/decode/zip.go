@@ -475,7 +475,66 @@ func (z *zipSource) readEnd() error {
 	if have := len(z.tail) - i - 22; int(binary.LittleEndian.Uint16(z.tail[i+20:])) > have {
 		binary.LittleEndian.PutUint16(z.tail[i+20:], uint16(have)) // less than declared: it fits
 	}
+	return z.refuseSplit(z.tailStart + int64(i))
+}
+
+// refuseSplit refuses a zip whose end records, the one at eocd and the zip64 ones archive/zip
+// reads, say that it spans disks: a part of a split archive (zip -s; the last part, x.zip,
+// holds the end record) or of a spanned one, or damage. Info-ZIP unzip refuses the part
+// whose central directory starts on another disk ("Zipfile is disk N of a multi-disk
+// archive", exit 11) and warns, exit 1, of the others; Python's zipfile refuses a zip64
+// locator of another disk ("zipfiles that span multiple disks are not supported").
+// archive/zip checks none of these fields: it would read another disk's offsets in this
+// one. A field of the end record at its maximum (0xffff) defers to the zip64 record, as
+// unzip reads it. It is all decided before the first record.
+func (z *zipSource) refuseSplit(eocd int64) error {
+	le := binary.LittleEndian
+	rec := z.tail[eocd-z.tailStart:]
+	fields := []uint64{uint64(le.Uint16(rec[4:])), uint64(le.Uint16(rec[6:])), uint64(le.Uint16(rec[8:])), uint64(le.Uint16(rec[10:]))}
+	var z64 []uint64 // the zip64 record's: this disk, the directory's disk, its entries here, in all
+	// As archive/zip does (readDirectoryEnd, findDirectory64End): these values send it to
+	// the zip64 locator before the record, which it reads if it says disk 0 of 1.
+	if loc := eocd - 20; (fields[3] == 0xffff || le.Uint32(rec[12:]) == 0xffff || le.Uint32(rec[16:]) == 0xffffffff) &&
+		loc >= z.tailStart && bytes.HasPrefix(z.tail[loc-z.tailStart:], []byte("PK\x06\x07")) {
+		l := z.tail[loc-z.tailStart:]
+		if disk, disks := le.Uint32(l[4:]), le.Uint32(l[16:]); disk != 0 || disks > 1 {
+			return zipSplitError(fmt.Sprintf("its zip64 locator says the zip64 end record is on disk %d of %d", disk, disks))
+		} else if disks == 1 {
+			var r [56]byte
+			if _, err := z.ReadAt(r[:], int64(le.Uint64(l[8:]))); err != nil {
+				var fe *fetchError
+				if errors.As(err, &fe) || errors.Is(err, ErrUnsupported) {
+					return err
+				}
+				return nil // archive/zip reports it
+			}
+			if bytes.HasPrefix(r[:], []byte("PK\x06\x06")) {
+				z64 = []uint64{uint64(le.Uint32(r[16:])), uint64(le.Uint32(r[20:])), le.Uint64(r[24:]), le.Uint64(r[32:])}
+				for i, v := range fields {
+					if v == 0xffff {
+						fields[i] = z64[i]
+					}
+				}
+			}
+		}
+	}
+	for _, r := range []struct {
+		name string
+		f    []uint64
+	}{{"end record", fields}, {"zip64 end record", z64}} {
+		switch f := r.f; {
+		case f == nil:
+		case f[0] != 0 || f[1] != 0:
+			return zipSplitError(fmt.Sprintf("its %s says this is disk %d and the central directory starts on disk %d", r.name, f[0], f[1]))
+		case f[2] != f[3]:
+			return zipSplitError(fmt.Sprintf("its %s counts %d central directory entries on this disk of %d in all", r.name, f[2], f[3]))
+		}
+	}
 	return nil
+}
+
+func zipSplitError(says string) error {
+	return fmt.Errorf("%w: a zip split across disks (zip -s) or spanned: %s; s3io reads a whole zip: join the parts with zip -s 0 (zip -s 0 x.zip --out whole.zip)", ErrUnsupported, says)
 }
 
 // headerOffsets returns the offset of each central directory entry's local header, in

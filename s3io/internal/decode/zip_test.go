@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"strings"
@@ -456,5 +457,105 @@ func TestZipLocalHeaderDisagrees(t *testing.T) {
 			t.Fatal(err)
 		}
 		sameRecords(t, recs, unzipRecords(t, data, "big.txt", "b.txt"))
+	})
+}
+
+// refusedSplit fails t unless reading data yielded no records and an error wrapping
+// ErrUnsupported that names a split zip and holds says.
+func refusedSplit(t *testing.T, data []byte, says string) {
+	t.Helper()
+	refusedWhole(t, data, "a zip split across disks (zip -s)", "zip -s 0", says)
+}
+
+// TestZipSplitAcrossDisks: the last part of a split zip (zip -s), and an end record or zip64
+// end record whose disk numbers are not 0 or whose entry counts on this disk and in all
+// differ (a spanned archive, or damage), is refused as unsupported before any record, as
+// unzip ("Zipfile is disk N of a multi-disk archive", exit 11, or a warning) and Python's
+// zipfile ("zipfiles that span multiple disks are not supported") refuse it. archive/zip
+// checks none of these fields.
+func TestZipSplitAcrossDisks(t *testing.T) {
+	r := rand.New(rand.NewPCG(1, 2))
+	random := make([]byte, 200<<10) // incompressible: the parts of 64 KiB are 4
+	for i := range random {
+		random[i] = byte(r.Uint32())
+	}
+	dir := clitool.WriteFiles(t, map[string]string{"r.bin": string(random), "a.txt": "a1\na2\n", "b.txt": "b1\nb2\n"})
+	t.Run("the last part of zip -s 64k", func(t *testing.T) {
+		clitool.RunIn(t, dir, nil, "zip", "-q", "-X", "-s", "64k", "split.zip", "a.txt", "r.bin", "b.txt")
+		data, err := os.ReadFile(filepath.Join(dir, "split.zip"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := os.Stat(filepath.Join(dir, "split.z03")); err != nil {
+			t.Fatalf("zip -s 64k wrote no fourth part: %v", err)
+		}
+		unzipRefuses(t, data)
+		refusedSplit(t, data, "this is disk 3 and the central directory starts on disk 3")
+	})
+	plain := zipBuilt(t, dir, []string{"zip", "-q", "-X", "-0", "out.zip", "a.txt", "b.txt"})
+	zip64 := zipBuilt(t, dir, []string{"zip", "-q", "-X", "-0", "-fz", "out.zip", "a.txt", "b.txt"})
+	// at returns the offset of data's last signature sig.
+	at := func(data []byte, sig string) int {
+		i := bytes.LastIndex(data, []byte(sig))
+		if i < 0 {
+			t.Fatalf("no %q record", sig)
+		}
+		return i
+	}
+	put16 := func(off int, v uint16) func([]byte) {
+		return func(b []byte) { binary.LittleEndian.PutUint16(b[at(b, "PK\x05\x06")+off:], v) }
+	}
+	put64 := func(sig string, off int, v uint64) func([]byte) {
+		return func(b []byte) {
+			switch sig {
+			case "PK\x06\x06": // 32-bit disk numbers, 64-bit counts
+				if off < 24 {
+					binary.LittleEndian.PutUint32(b[at(b, sig)+off:], uint32(v))
+					return
+				}
+				binary.LittleEndian.PutUint64(b[at(b, sig)+off:], v)
+			case "PK\x06\x07": // 32-bit disk numbers
+				binary.LittleEndian.PutUint32(b[at(b, sig)+off:], uint32(v))
+			}
+		}
+	}
+	if eocd := at(zip64, "PK\x05\x06"); binary.LittleEndian.Uint32(zip64[eocd+16:]) != 0xffffffff || at(zip64, "PK\x06\x07") != eocd-20 {
+		t.Fatal("zip -fz wrote no end record that sends the reader to the zip64 record")
+	}
+	for _, c := range []struct {
+		name   string
+		data   []byte
+		change func([]byte)
+		says   string
+	}{
+		{"the end record's disk is 1", plain, put16(4, 1), "this is disk 1 and the central directory starts on disk 0"},
+		{"the end record's directory disk is 1", plain, put16(6, 1), "this is disk 0 and the central directory starts on disk 1"},
+		{"the end record counts 1 entry on this disk of 2", plain, put16(8, 1), "counts 1 central directory entries on this disk of 2"},
+		{"the zip64 record's disk is 1", zip64, put64("PK\x06\x06", 16, 1), "its zip64 end record says this is disk 1"},
+		{"the zip64 record's directory disk is 1", zip64, put64("PK\x06\x06", 20, 1), "the central directory starts on disk 1"},
+		{"the zip64 record counts 1 entry on this disk of 2", zip64, put64("PK\x06\x06", 24, 1), "its zip64 end record counts 1"},
+		{"the zip64 locator counts 2 disks", zip64, put64("PK\x06\x07", 16, 2), "zip64 end record is on disk 0 of 2"},
+		{"the zip64 locator's disk is 1", zip64, put64("PK\x06\x07", 4, 1), "zip64 end record is on disk 1 of 1"},
+		{"the end record's 0xffff defers to the zip64 record's 1", zip64, func(b []byte) {
+			put16(4, 0xffff)(b)
+			put64("PK\x06\x06", 16, 1)(b)
+		}, "its end record says this is disk 1"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			data := bytes.Clone(c.data)
+			c.change(data)
+			refusedSplit(t, data, c.says)
+		})
+	}
+	t.Run("the end record's 0xffff defers to the zip64 record's 0", func(t *testing.T) {
+		data := bytes.Clone(zip64)
+		for _, off := range []int{4, 6, 8, 10} {
+			put16(off, 0xffff)(data)
+		}
+		recs, _, err := readObject(t, Auto, "x.zip", data, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sameRecords(t, recs, unzipRecords(t, data, "a.txt", "b.txt"))
 	})
 }
