@@ -61,6 +61,11 @@ func (d *Decompressors) openZip(mode Compression, obj ObjectInfo, stream io.Read
 	z.registerMethods(zr)
 	var files []zipFile
 	for i, f := range zr.File {
+		if t, ok := zipUnknownUnixType(f); ok {
+			// archive/zip reads it as a regular file; unzip lists it as "?" and extracts no
+			// file of it. Damage to the mode, most likely: refused, not guessed at.
+			return nil, corruptError("zip", fmt.Errorf("entry %q has an unknown Unix file type (mode %#o)", f.Name, t))
+		}
 		// Not directories or links; an entry zip wrote from a pipe (stdin) is data. A
 		// directory or link is skipped whatever its flags and method say: it yields no
 		// records, so an encrypted directory entry (Info-ZIP never writes one, other tools
@@ -103,6 +108,11 @@ func (d *Decompressors) openZip(mode Compression, obj ObjectInfo, stream io.Read
 // its encryption, its compression method and, in auto mode, a non-empty entry's name (a
 // format refused by extension, or an archive, which Next would refuse whatever its bytes).
 func zipRefusal(mode Compression, f *zip.File) error {
+	if f.ReaderVersion&0xff > zipMaxVersion {
+		// unzip exits 81 and Python's zipfile refuses: a feature of a later APPNOTE.
+		return fmt.Errorf("%w: zip entry %q needs zip version %d.%d to extract; s3io reads up to %d.%d", ErrUnsupported, f.Name,
+			f.ReaderVersion&0xff/10, f.ReaderVersion&0xff%10, zipMaxVersion/10, zipMaxVersion%10)
+	}
 	if f.Flags&0x1 != 0 { // traditional PKWARE encryption, and AES (method 99) too
 		return fmt.Errorf("%w: zip entry %q is encrypted; s3io reads no encrypted entries (decrypt and repack the archive)", ErrUnsupported, f.Name)
 	}
@@ -620,4 +630,22 @@ func zip64HeaderOffset(hdr, extra []byte) int64 {
 		extra = extra[4+size:]
 	}
 	return -1
+}
+
+// zipMaxVersion is the newest "version needed to extract" s3io reads: APPNOTE 6.3, which
+// covers every method it reads (zstd 93 and xz 95 included), as Python's zipfile does.
+const zipMaxVersion = 63
+
+// zipUnknownUnixType reports an entry made on Unix whose mode names a file type that is
+// none of regular, directory, link, device, FIFO or socket, and that type.
+func zipUnknownUnixType(f *zip.File) (uint32, bool) {
+	if f.CreatorVersion>>8 != 3 { // 3: Unix
+		return 0, false
+	}
+	switch t := f.ExternalAttrs >> 16 & 0xf000; t {
+	case 0, 0x8000, 0x4000, 0xa000, 0x2000, 0x6000, 0x1000, 0xc000:
+		return 0, false
+	default:
+		return t, true
+	}
 }

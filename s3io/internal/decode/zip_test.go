@@ -559,3 +559,36 @@ func TestZipSplitAcrossDisks(t *testing.T) {
 		sameRecords(t, recs, unzipRecords(t, data, "a.txt", "b.txt"))
 	})
 }
+
+// TestZipDirectoryFieldsUnzipRefuses: a directory record whose Unix mode names no file
+// type unzip knows (it lists the entry as "?" and extracts no file), or whose "version
+// needed to extract" is above 6.3 (unzip exits 81, Python refuses), fails before any record.
+func TestZipDirectoryFieldsUnzipRefuses(t *testing.T) {
+	dir := clitool.WriteFiles(t, map[string]string{"a.txt": "a1\n", "b.txt": "b1\n"})
+	data := zipBuilt(t, dir, []string{"zip", "-q", "-X", "out.zip", "a.txt", "b.txt"})
+	_, central := zipHeaders(t, data, "b.txt")
+	if data[central+5] != 3 {
+		t.Fatalf("zip did not write the entry as made on Unix (creator %d)", data[central+5])
+	}
+	unknownType := bytes.Clone(data)
+	unknownType[central+38+3] = unknownType[central+38+3]&0x0f | 0xe0 // the mode's type bits
+	recs, _, err := readObject(t, Auto, "x.zip", unknownType, 0)
+	if !errors.Is(err, ErrCorrupt) || len(recs) != 0 || !strings.Contains(err.Error(), `"b.txt"`) {
+		t.Fatalf("unknown file type: records %v, err %v; want none and ErrCorrupt naming b.txt", recs, err)
+	}
+	version := bytes.Clone(data)
+	version[central+6] = 64
+	if _, err := clitool.Output(nil, "unzip", "-p", writeTemp(t, version)); err == nil {
+		t.Fatal("unzip reads an entry that needs version 6.4")
+	}
+	refusedWhole(t, version, `"b.txt"`, "version 6.4")
+}
+
+func writeTemp(t *testing.T, data []byte) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "x.zip")
+	if err := os.WriteFile(path, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
