@@ -17,9 +17,14 @@ import (
 //   - directories, hard and symbolic links, devices, FIFOs, GNU dump directories ('D', an
 //     incremental dump's list of names) and volume labels ('V') hold no file content: no
 //     records (a link's target is read once, at its own entry);
-//   - GNU long names and links ('L', 'K') and PAX headers ('x', 'g') name the next entry;
+//   - GNU long names and links ('L', 'K') and PAX headers ('x'; 'g' for every entry after
+//     it, as git archive writes one with the commit id) describe entries, not content;
 //   - a multi-volume continuation ('M') and any other type are refused as ErrUnsupported,
-//     naming the entry: their bytes are no file's content that s3io could frame.
+//     naming the entry: their bytes are no file's content that s3io could frame;
+//   - what tar readers read two ways is corrupt: a link, device or FIFO header that
+//     declares data (GNU tar skips it, bsdtar and Python read a header there), a sparse
+//     file whose stored fragments are not whole blocks (GNU tar reads each from a block of
+//     its own, the others back to back).
 //
 // Numeric fields are read as GNU tar reads them, and PAX records that change no content
 // (times, ids, a NUL in a path) leniently, as GNU tar, bsdtar and Python read them; sizes,
@@ -56,7 +61,7 @@ func (t *tarEntries) Next() (Entry, error) {
 		switch h.Typeflag {
 		case tarfmt.TypeReg, tarfmt.TypeCont, tarfmt.TypeGNUSparse:
 		case tarfmt.TypeLink, tarfmt.TypeSymlink, tarfmt.TypeChar, tarfmt.TypeBlock, tarfmt.TypeDir, tarfmt.TypeFifo,
-			typeGNUDumpDir, typeGNUVolume:
+			typeGNUDumpDir, typeGNUVolume, tarfmt.TypeXGlobalHeader:
 			continue
 		case typeGNUMultiVolume:
 			return Entry{}, fmt.Errorf("%w: tar entry %q continues a file from the previous volume of a multi-volume archive; s3io reads whole archives (join the volumes with tar -M, then repack)", ErrUnsupported, h.Name)

@@ -305,6 +305,20 @@ t.close()`
 			t.Fatalf("version 3.0: records %d, err %v; want none and ErrCorrupt", len(recs), err)
 		}
 	})
+	t.Run("what tar readers read two ways is refused", func(t *testing.T) {
+		// A FIFO's header declaring one block of data: GNU tar skips the block, bsdtar and
+		// Python read a header there. Here that block is a.txt's header: GNU tar lists no
+		// a.txt, the others do.
+		fifo := patchTarHeader(tarball, 0, func(h []byte) { h[156] = '6'; copy(h[124:136], "00000001000\x00") })
+		gnu, _ := clitool.Output(fifo, "tar", "-tf", "-")
+		bsd, _ := clitool.Output(fifo, "bsdtar", "-tf", "-")
+		if bytes.Contains(gnu, []byte("a.txt")) || !bytes.Contains(bsd, []byte("a.txt")) {
+			t.Fatalf("GNU tar lists %q, bsdtar %q: not the disagreement the test expects", gnu, bsd)
+		}
+		if recs, _, err := readObject(t, Auto, "x.tar", fifo, 0); !errors.Is(err, ErrCorrupt) || len(recs) != 0 {
+			t.Fatalf("a FIFO with data: records %v, err %v; want none and ErrCorrupt", recs, err)
+		}
+	})
 	t.Run("entry types s3io does not read are refused by name", func(t *testing.T) {
 		for _, flag := range []byte{'M', 'A', 'X'} {
 			data := patchTarHeader(tarball, 512, func(h []byte) { h[156] = flag })

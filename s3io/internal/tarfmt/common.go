@@ -21,11 +21,13 @@ import (
 // stored in Header will be the truncated version.
 
 var (
-	ErrHeader        = errors.New("archive/tar: invalid tar header")
-	ErrFieldTooLong  = errors.New("archive/tar: header field too long")
-	errMissData      = errors.New("archive/tar: sparse file references non-existent data")
-	errUnrefData     = errors.New("archive/tar: sparse file contains unreferenced data")
-	errSparseTooLong = errors.New("archive/tar: sparse map too long")
+	ErrHeader          = errors.New("archive/tar: invalid tar header")
+	ErrFieldTooLong    = errors.New("archive/tar: header field too long")
+	errMissData        = errors.New("archive/tar: sparse file references non-existent data")
+	errUnrefData       = errors.New("archive/tar: sparse file contains unreferenced data")
+	errSparseTooLong   = errors.New("archive/tar: sparse map too long")
+	errHeaderOnlySize  = errors.New("archive/tar: a link, device or FIFO header declares data, which tar readers read differently")
+	errSparseFragments = errors.New("archive/tar: a sparse file's fragments are not whole blocks, which tar readers read differently")
 )
 
 // Type flags for Header.Typeflag.

@@ -170,6 +170,13 @@ func (tr *Reader) next() (*Header, error) {
 func (tr *Reader) handleRegularFile(hdr *Header) error {
 	nb := hdr.Size
 	if isHeaderOnlyType(hdr.Typeflag) {
+		// GNU tar skips the size of a symbolic link, device or FIFO as data; bsdtar,
+		// Python and archive/tar read the next header there. Such an archive reads two
+		// ways: refused, not guessed at. (A directory's or hard link's size is skipped by
+		// none of them.)
+		if nb != 0 && hdr.Typeflag != TypeDir && hdr.Typeflag != TypeLink {
+			return errHeaderOnlySize
+		}
 		nb = 0
 	}
 	if nb < 0 {
@@ -197,6 +204,9 @@ func (tr *Reader) handleSparseFile(hdr *Header, rawHdr *block) error {
 	if err == nil && spd != nil {
 		if isHeaderOnlyType(hdr.Typeflag) || !validateSparseEntries(spd, hdr.Size) {
 			return ErrHeader
+		}
+		if !blockAlignedFragments(spd) {
+			return errSparseFragments
 		}
 		sph := invertSparseEntries(spd, hdr.Size)
 		tr.curr = &sparseFileReader{tr.curr, sph, 0}
@@ -883,4 +893,21 @@ func discard(r io.Reader, n int64) error {
 		err = io.ErrUnexpectedEOF
 	}
 	return err
+}
+
+// blockAlignedFragments reports whether every stored fragment of a sparse file but the
+// last holds whole 512-byte blocks, as GNU tar writes them: GNU tar reads each fragment
+// from a block of its own, bsdtar, Python and archive/tar read the fragments back to back,
+// and only aligned fragments read alike.
+func blockAlignedFragments(spd sparseDatas) bool {
+	last := len(spd) - 1
+	for last >= 0 && spd[last].Length == 0 {
+		last--
+	}
+	for _, e := range spd[:max(last, 0)] {
+		if e.Length%blockSize != 0 {
+			return false
+		}
+	}
+	return true
 }
