@@ -580,18 +580,25 @@ func rcReset(rc *rcDec) {
 
 /*
  * Read the first five initial bytes into rc->code if they haven't been
- * read already. (Yes, the first byte gets completely ignored.)
+ * read already. The first byte is shifted out of the code, but a range
+ * encoder always writes it 0: liblzma (xz) refuses a chunk whose first
+ * byte is not, and so does this copy (xz-embedded ignored it, reading
+ * a damaged stream xz refuses). done reports the five bytes read, valid
+ * a first byte of 0.
  */
-func rcReadInit(rc *rcDec, b *xzBuf) bool {
+func rcReadInit(rc *rcDec, b *xzBuf) (done, valid bool) {
 	for rc.initBytesLeft > 0 {
 		if b.inPos == len(b.in) {
-			return false
+			return false, true
+		}
+		if rc.initBytesLeft == rcInitBytes && b.in[b.inPos] != 0 {
+			return false, false
 		}
 		rc.code = rc.code<<8 + uint32(b.in[b.inPos])
 		b.inPos++
 		rc.initBytesLeft--
 	}
-	return true
+	return true, true
 }
 
 /* Return true if there may not be enough input for the next decoding loop. */
@@ -1143,7 +1150,9 @@ func xzDecLZMA2Run(s *xzDecLZMA2, b *xzBuf) xzRet {
 			if s.lzma2.compressed < rcInitBytes {
 				return xzDataError
 			}
-			if !rcReadInit(&s.rc, b) {
+			if done, valid := rcReadInit(&s.rc, b); !valid {
+				return xzDataError
+			} else if !done {
 				return xzOK
 			}
 			s.lzma2.compressed -= rcInitBytes

@@ -25,6 +25,9 @@
 //     filter's name instead of calling it corrupt. FilterName and IsBCJ name IDs.
 //   - The BCJ and Delta decoders of one block are reused by the next block, where
 //     v1.0.1 allocated new ones for each block of a stream.
+//   - An LZMA chunk whose range coder does not start with a zero byte is corrupt, as
+//     liblzma (xz) has it: XZ Embedded shifted that byte out unread, so a damaged
+//     stream xz refuses decoded (s3io's mutation test found it).
 //
 // The LZMA2 decoder, the container code and the Reader's API are v1.0.1's; the
 // common case, a file of LZMA2 alone, decodes as fast as with v1.0.1

@@ -221,3 +221,28 @@ func TestFilterName(t *testing.T) {
 		}
 	}
 }
+
+// TestRangeCoderFirstByte: an LZMA chunk's range coder starts with a zero byte, which the
+// decoder shifts out; xz refuses a chunk whose first byte is not zero, and so does this
+// copy, though the rest decodes as before.
+func TestRangeCoderFirstByte(t *testing.T) {
+	data, err := os.ReadFile(filepath.Join("testdata", "xz-utils", "good-1-lzma2-1.xz"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Stream header (12 bytes), the block header ((size byte + 1) * 4 bytes), then the
+	// first LZMA2 chunk: control, unpacked and packed sizes, properties (6 bytes).
+	at := 12 + (int(data[12])+1)*4 + 6
+	if data[12+(int(data[12])+1)*4] < 0xe0 || data[at] != 0 {
+		t.Fatalf("the first chunk is not an LZMA chunk with properties and a range coder starting 00")
+	}
+	z := newReader(t)
+	if _, err := decodeAll(t, z, data); err != nil {
+		t.Fatalf("the file itself: %v", err)
+	}
+	damaged := bytes.Clone(data)
+	damaged[at] = 0x10
+	if out, err := decodeAll(t, z, damaged); !errors.Is(err, ErrData) {
+		t.Fatalf("first range coder byte 0x10: %d bytes, err %v; want ErrData", len(out), err)
+	}
+}
