@@ -521,15 +521,7 @@ func (c *corpusRun) summarize(t *testing.T, files int, took time.Duration) {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%d files, %d reads in %v: %d refused with a Failure (%d ErrCorrupt, %d ErrUnsupported), %d equal to the reference, %d violations",
 		files, c.reads, took.Round(time.Second/10), c.failures, c.errs["ErrCorrupt"], c.errs["ErrUnsupported"], c.equal, len(c.violations))
-	groups := map[string][]mutViolation{}
-	var causes []string
-	for _, v := range c.violations {
-		if groups[v.cause] == nil {
-			causes = append(causes, v.cause)
-		}
-		groups[v.cause] = append(groups[v.cause], v)
-	}
-	sort.SliceStable(causes, func(i, j int) bool { return len(groups[causes[i]]) > len(groups[causes[j]]) })
+	causes, groups := mutGroups(c.violations)
 	if len(causes) > 0 {
 		b.WriteString("\nviolations by cause:")
 	}

@@ -1352,15 +1352,7 @@ func (m *mutationRun) summarize(t *testing.T, took time.Duration) {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%d mutants (S3IO_MUTANTS=%d per class and kind), %d reads in %v: %d refused with a Failure, %d equal to the reference, %d violations; %d reads under key \"x\" took the format the damaged magic bytes name",
 		m.mutants, m.perClass, m.reads, took.Round(time.Second/10), m.failures, m.equal, len(m.violations), m.alt)
-	groups := map[string][]mutViolation{}
-	var causes []string
-	for _, v := range m.violations {
-		if groups[v.cause] == nil {
-			causes = append(causes, v.cause)
-		}
-		groups[v.cause] = append(groups[v.cause], v)
-	}
-	sort.Slice(causes, func(i, j int) bool { return len(groups[causes[i]]) > len(groups[causes[j]]) })
+	causes, groups := mutGroups(m.violations)
 	if len(causes) > 0 {
 		fmt.Fprintf(&b, "\nviolations by cause (mutants written to %s):", m.artifactDir)
 	}
@@ -1405,4 +1397,17 @@ func (m *mutationRun) summarize(t *testing.T, took time.Duration) {
 		}
 	}
 	t.Log(b.String())
+}
+
+// mutGroups groups violations by cause, the most frequent cause first.
+func mutGroups(violations []mutViolation) (causes []string, groups map[string][]mutViolation) {
+	groups = map[string][]mutViolation{}
+	for _, v := range violations {
+		if groups[v.cause] == nil {
+			causes = append(causes, v.cause)
+		}
+		groups[v.cause] = append(groups[v.cause], v)
+	}
+	sort.SliceStable(causes, func(i, j int) bool { return len(groups[causes[i]]) > len(groups[causes[j]]) })
+	return causes, groups
 }
