@@ -14,8 +14,9 @@
 // of those) and zip archives are read entry by entry, in archive order, the record index
 // running on across entries (Record.Entry names a record's entry). A format s3io does not
 // read (7z, rar, .Z, .lzma, lzip, a zstd dictionary, an encrypted zip entry, a decoder
-// window over Config.MaxDecoderWindowBytes) fails its object as ReasonUnsupported before a
-// record is framed: it is never read as if it were text. A framer cuts the decompressed
+// window over Config.MaxDecoderWindowBytes) fails its object as ReasonUnsupported, before a
+// record is framed when its first bytes or a zip's directory tell: it is never read as if it
+// were text. A compressed object, a tarball included, is read to its codec's last check. A framer cuts the decompressed
 // bytes into records: "lines" (the default), "ndjson", "csv" (RFC 4180 records, quoted
 // newlines included), "json-array" (the elements of a top-level JSON array, or of an object's
 // first array member such as CloudTrail's Records), "u32be" (a 4-byte big-endian length
