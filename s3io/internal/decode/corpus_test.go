@@ -528,15 +528,7 @@ func (c *corpusRun) summarize(t *testing.T, files int, took time.Duration) {
 	for i, cause := range causes {
 		vs := groups[cause]
 		fmt.Fprintf(&b, "\n%d. %s\n   %d reads", i+1, cause, len(vs))
-		details := map[string]int{}
-		for _, v := range vs {
-			if v.detail != "" {
-				details[v.detail]++
-			}
-		}
-		for _, d := range slices.Sorted(maps.Keys(details)) {
-			fmt.Fprintf(&b, "\n   - %d reads: %s", details[d], d)
-		}
+		mutWriteDetails(&b, vs)
 		for _, v := range vs {
 			fmt.Fprintf(&b, "\n   %s, key %q: s3io %d records, err %v; %s %s\n      reproduce: S3IO_CORPUS='%s' go test -run 'TestCorpus' -v ./s3io/internal/decode/",
 				v.orig, v.key, v.n, v.s3ioErr, v.pipe, v.verdict, v.orig)

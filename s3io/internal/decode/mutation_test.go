@@ -1369,15 +1369,7 @@ func (m *mutationRun) summarize(t *testing.T, took time.Duration) {
 		}
 		fmt.Fprintf(&b, "\n%d. %s\n   %d reads of %d mutants; originals: %s\n   mutations: %s", i+1, c, len(vs), len(mutants),
 			strings.Join(slices.Sorted(maps.Keys(origs)), " "), strings.Join(slices.Sorted(maps.Keys(kinds)), ", "))
-		details := map[string]int{}
-		for _, v := range vs {
-			if v.detail != "" {
-				details[v.detail]++
-			}
-		}
-		for _, d := range slices.Sorted(maps.Keys(details)) {
-			fmt.Fprintf(&b, "\n   - %d reads: %s", details[d], d)
-		}
+		mutWriteDetails(&b, vs)
 		shown := map[string]bool{}
 		for _, v := range vs {
 			if len(shown) == 3 || shown[v.orig+"#"+v.id] {
@@ -1410,4 +1402,17 @@ func mutGroups(violations []mutViolation) (causes []string, groups map[string][]
 	}
 	sort.SliceStable(causes, func(i, j int) bool { return len(groups[causes[i]]) > len(groups[causes[j]]) })
 	return causes, groups
+}
+
+// mutWriteDetails writes how many of a cause's violations each detail accounts for.
+func mutWriteDetails(b *strings.Builder, vs []mutViolation) {
+	details := map[string]int{}
+	for _, v := range vs {
+		if v.detail != "" {
+			details[v.detail]++
+		}
+	}
+	for _, d := range slices.Sorted(maps.Keys(details)) {
+		fmt.Fprintf(b, "\n   - %d reads: %s", details[d], d)
+	}
 }
