@@ -1,10 +1,8 @@
 package s3io
 
 import (
-	"context"
 	"encoding/json"
 	"slices"
-	"sync"
 	"time"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
@@ -103,159 +101,107 @@ type announced struct {
 	d       SplitDescriptor
 	rest    restriction
 	claimed bool // a reader fetches ahead for it, or has started it
-	// holder is the instance that fetches ahead for it, if one did: another instance that
-	// starts it borrows those fetches (aheadFetches.borrow).
-	holder *aheadFetches
 }
 
-var announcements struct {
-	sync.Mutex
-	list []*announced // in the order announced
-}
-
+// announce adds a restriction to the process's announcements, in the order announced; they
+// are guarded by the handover store's lock.
 func announce(key string, d SplitDescriptor, rest restriction) {
-	announcements.Lock()
-	defer announcements.Unlock()
-	if len(announcements.list) >= maxAnnounced {
-		announcements.list = announcements.list[1:]
+	handovers.Lock()
+	defer handovers.Unlock()
+	if len(handovers.announced) >= maxAnnounced {
+		handovers.announced = handovers.announced[1:]
 	}
-	announcements.list = append(announcements.list, &announced{key: key, d: d, rest: rest})
+	handovers.announced = append(handovers.announced, &announced{key: key, d: d, rest: rest})
 }
+
+// announcements returns the process's announcements; handovers is locked.
+func announcements() []*announced { return handovers.announced }
 
 // fetchKey names a member's fetch by content: the bucket, the object pinned to its ETag, and
-// the byte range. A fetch ahead is taken over only by a read with the same key.
+// the byte range. A fetch is taken over only by a read with the same key.
 type fetchKey struct {
 	bucket string
 	obj    fetch.Object
 	rng    fetch.Range
 }
 
-// aheadFetch is an object fetched for a restriction that has not started, and, for the
-// first member of a compressed object's segment, decoded too (see decodedAhead).
-type aheadFetch struct {
-	fetchKey
-	of *fetch.ObjectFetch
-	mr *memberRead // its decoding, started ahead (decodeFirst); nil if not
-	// timer expires it; set, and armed, once its instance is idle (aheadFetches.idle), and
-	// disarmed when the instance starts its next restriction.
-	timer *time.Timer
-	// arms, under aheadFetches.mu, counts its armings and disarmings: a firing timer drops
-	// it only if none came since its own, so that a timer that fired as its instance
-	// started a restriction drops nothing, even once the instance is idle again.
-	arms int
-	// an and m are the restriction and member af is the first member of, when that member is
-	// decoded ahead once the current restriction frees its window (decodedAhead).
-	an *announced
-	m  int
-}
-
-// drop frees what af holds: its decoding, which holds its fetch, or its fetch.
-func (af *aheadFetch) drop() {
-	af.stop()
-	if af.mr != nil {
-		af.mr.finish(context.Background())
-		return
-	}
-	af.of.Drop()
-}
-
-// stop disarms af's timer, if it has one; the caller holds aheadFetches.mu or owns af.
-func (af *aheadFetch) stop() {
-	af.arms++
-	if af.timer != nil {
-		af.timer.Stop()
-	}
-}
-
-// aheadFetches are a reader instance's fetches ahead, in the order they were queued.
+// aheadFetches are a reader instance's fetches ahead: entries of the worker's handover
+// store (handover.go) that its fetcher issues for the restriction announced after its
+// current one.
 type aheadFetches struct {
-	key string
+	fn  *reader
+	key string     // the handover key of the instance's reads (readersKey)
 	cur *announced // the announcement of the restriction being read, if it was announced
-	// next, under mu, is the announcement list is fetched for; nil once list is empty or
-	// was given up.
+	// next, under handovers, is the announcement fetched for; nil once none is.
 	next *announced
-	// report adds what the instance's fetcher transferred to the metrics; lenders, under mu,
-	// are the reports of the instances whose fetches the current restriction borrowed: the
-	// lender's bundle may have ended, and its instance may never report again, before the
-	// borrowed parts have all arrived, so the borrower reports them when its restriction ends.
-	report  func(context.Context)
-	lenders []func(context.Context)
-
-	mu   sync.Mutex
-	list []*aheadFetch
 }
 
 // aheadWant is a member a starting restriction wants fetched: the i-th of the restriction.
 type aheadWant struct {
 	i int
 	fetchKey
-	of    *fetch.ObjectFetch
-	mr    *memberRead // its decoding, when it was started ahead
-	ahead bool        // fetched ahead, taken over
+	// m is the member, and first the index of the first record the restriction reads of
+	// it; whole is set when that is the member's first record: a decoding started there
+	// ahead of it serves.
+	m       int
+	first   int64
+	whole   bool
+	of      *fetch.ObjectFetch
+	mr      *memberRead   // its decoding, when it was started ahead
+	pending *pendingBatch // where mr stands, when a split stopped its read inside the member
+	ahead   bool          // fetched ahead or handed over, taken over
 }
 
 // take returns the wants of the restriction of descriptor id beginning at start with their
-// fetches: those fetched ahead for the same bytes by this instance or, borrowed, by another
-// one, taken over in order, and the rest queued now. What it passes over is dropped, and so
-// is every fetch ahead left once one want is queued anew: it would sit in the queue before
-// that want's parts.
+// fetches: those the worker's instances fetched for the same bytes, taken over from the
+// handover store, and the rest queued now. The fetcher issues parts in the order of its
+// queue, and the reader reads the wants in order, so the wants' fetches are queued in their
+// order: one still in this instance's queue is taken in place only while nothing was queued
+// for an earlier want; any other is handed over (frozen) and adopted at the queue's end.
+// The instance's fetches ahead that no want takes are handed over too: they would sit in
+// the queue before the wants' parts.
 func (a *aheadFetches) take(id string, start position, wants []aheadWant, gets func(string) *fetch.Gets, f *fetch.Fetcher) []aheadWant {
-	borrowed, lender := a.borrow(id, start)
-	a.mu.Lock()
-	if len(borrowed) > 0 {
-		a.list = append(borrowed, a.list...)
-		a.lenders = append(a.lenders, lender)
+	got, mine := handovers.takeFor(a, id, wants)
+	for _, h := range mine {
+		handOver(h)
 	}
-	var drop []*aheadFetch
-	i, taken := 0, 0
-	for ; taken < len(wants); taken++ {
-		w := &wants[taken]
-		j := i
-		for j < len(a.list) && a.list[j].fetchKey != w.fetchKey {
-			j++
-		}
-		if j == len(a.list) {
-			break
-		}
-		drop = append(drop, a.list[i:j]...)
-		af := a.list[j]
-		af.stop()
-		w.of, w.mr, w.ahead, i = af.of, af.mr, true, j+1
-	}
-	if taken < len(wants) {
-		drop = append(drop, a.list[i:]...)
-		a.list = a.list[:0]
-	} else {
-		a.list = append(a.list[:0], a.list[i:]...)
-	}
-	if len(a.list) == 0 || a.next != nil && a.next.d.ID == id && a.next.rest.Start == start {
-		a.next = nil // what is left, if anything, was for the restriction starting now
-	}
-	for _, af := range a.list {
-		af.stop() // the instance is busy again: what it still holds waits for its next restriction
-	}
-	a.mu.Unlock()
-	for _, af := range drop {
-		af.drop()
-	}
+	handovers.Lock()
+	a.next = nil // what it fetched ahead is taken now, or handed over
+	handovers.Unlock()
+	queued := false
 	for k := range wants {
-		if wants[k].of == nil {
-			wants[k].of = f.Add(gets(wants[k].bucket), wants[k].obj, wants[k].rng)
+		w, h := &wants[k], got[k]
+		switch {
+		case h == nil:
+			w.of = f.Add(gets(w.bucket), w.obj, w.rng)
+			queued = true
+			continue
+		case h.owner == a && !queued:
+			// Still in this instance's queue, in order.
+		default:
+			// Another instance's or another read's, or handed over, or this instance's
+			// behind a part queued now.
+			h.of.Freeze()
+			f.Adopt(gets(w.bucket), h.of)
+			queued = true
+		}
+		w.of, w.mr, w.pending, w.ahead = h.of, h.mr, h.pending, true
+		if h.mr != nil {
+			h.mr.fn = a.fn // its decoders go back to this instance
 		}
 	}
 	return wants
 }
 
-// started marks the announcement of the restriction beginning at start of descriptor id as
-// claimed, so that no reader fetches ahead for it, and remembers it as the instance's
-// current one.
+// started claims the announcement of the restriction beginning at start of descriptor id,
+// so that no reader fetches ahead for it, and remembers it as the instance's current one.
 func (a *aheadFetches) started(id string, start position) {
-	announcements.Lock()
-	defer announcements.Unlock()
+	handovers.Lock()
+	defer handovers.Unlock()
 	a.cur = nil
-	for _, an := range announcements.list {
+	for _, an := range announcements() {
 		if an.key == a.key && an.d.ID == id && an.rest.Start == start {
-			an.claimed, an.holder, a.cur = true, nil, an
+			an.claimed, a.cur = true, an
 		}
 	}
 }
@@ -267,142 +213,49 @@ func (a *aheadFetches) started(id string, start position) {
 //
 // Only that one: if another reader has claimed it, a runner split the bundle there (prism
 // does, between elements, when a stage seems to stall), and what follows belongs to the
-// bundle split away, whose own instance reads it in order. Looking further, an instance
-// claimed the last restriction of the other bundle, fetched and decoded most of it ahead,
-// and dropped it when its own bundle ended, while the other instance read it again (CI:
-// a pbzip2 object's last 16.3 MB segment fetched twice, 6.57 MB of it dropped unread). A
-// residual (a current restriction that was not announced) fetches nothing ahead either: a
-// runner schedules a residual in a bundle of its own.
+// bundle split away, whose own instance reads it in order. A residual (a current
+// restriction that was not announced) fetches nothing ahead either: a runner schedules a
+// residual in a bundle of its own.
 func (a *aheadFetches) fetchNext(f *fetch.Fetcher, gets func(string) *fetch.Gets) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	if len(a.list) > 0 || a.cur == nil {
+	handovers.Lock()
+	defer handovers.Unlock()
+	if a.next != nil || a.cur == nil {
 		return // still fetching ahead for the next one, or a residual
 	}
-	announcements.Lock()
-	defer announcements.Unlock()
-	i := slices.Index(announcements.list, a.cur)
+	list := announcements()
+	i := slices.Index(list, a.cur)
 	if i < 0 {
 		return // forgotten: maxAnnounced newer ones came since
 	}
-	for _, an := range announcements.list[i+1:] {
+	for _, an := range list[i+1:] {
 		if an.key != a.key {
 			continue
 		}
 		if an.claimed {
 			return
 		}
-		an.claimed, an.holder, a.next = true, a, an
+		an.claimed, a.next = true, an
 		for _, w := range memberFetches(an.d, an.rest) {
-			af := &aheadFetch{fetchKey: w.fetchKey}
-			af.of = f.Add(gets(af.bucket), af.obj, af.rng)
+			h := &handed{key: a.handKey(w.fetchKey), owner: a, from: a.fn}
+			h.of = f.Add(gets(w.bucket), w.obj, w.rng)
 			if m := an.rest.Start.Member + w.i; w.i == 0 && decodedAhead(an.d.Members[m]) {
-				af.an, af.m = an, m
+				h.an, h.m = an, m
 			}
-			a.list = append(a.list, af)
+			handovers.add(h)
 		}
 		return
 	}
 }
 
-// idle arms the expiry of every fetch ahead: the instance's restriction has ended, and
-// until the next one starts (take) nothing else will take them.
-func (a *aheadFetches) idle() {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	for _, af := range a.list {
-		af.stop()
-		af.arms++
-		arm := af.arms
-		af.timer = time.AfterFunc(aheadTTL, func() { a.expire(af, arm) })
+// handOverAll hands over every fetch ahead of the instance: its bundle is over, and the
+// restriction it fetched for will start on whichever instance the runner gives it to.
+func (a *aheadFetches) handOverAll() {
+	for _, h := range handovers.owned(a) {
+		handOver(h)
 	}
-}
-
-// expire drops af if no restriction has taken it and its instance has stayed idle since
-// the arming arm.
-func (a *aheadFetches) expire(af *aheadFetch, arm int) {
-	a.mu.Lock()
-	found := false
-	for i, x := range a.list {
-		if x == af && af.arms == arm {
-			a.list = append(a.list[:i:i], a.list[i+1:]...)
-			found = true
-			break
-		}
-	}
-	a.mu.Unlock()
-	if found {
-		af.drop()
-	}
-}
-
-// dropAll drops every fetch ahead.
-func (a *aheadFetches) dropAll() {
-	a.mu.Lock()
-	list := a.list
-	a.list, a.next = nil, nil
-	a.mu.Unlock()
-	for _, af := range list {
-		af.drop()
-	}
-}
-
-// borrow takes from another instance of the worker what it fetched ahead for the
-// restriction of descriptor id beginning at start, which this instance is starting: a
-// runner that splits a bundle between its elements (prism does, when a stage seems to
-// stall) gives the restriction an instance fetched ahead for to another instance, which
-// would otherwise fetch its bytes again while the first one holds them until its bundle
-// ends. The fetches stay with the lending instance's fetcher, which reads and accounts for
-// them as before; they are bound to the borrower's context when taken (newRestrictionRead).
-func (a *aheadFetches) borrow(id string, start position) ([]*aheadFetch, func(context.Context)) {
-	announcements.Lock()
-	var o *aheadFetches
-	var an *announced
-	for _, x := range announcements.list {
-		if x.key == a.key && x.d.ID == id && x.rest.Start == start && x.holder != nil && x.holder != a {
-			o, an, x.holder = x.holder, x, nil
-			break
-		}
-	}
-	announcements.Unlock()
-	if o == nil {
-		return nil, nil
-	}
-	// The lender's lock is taken with no other held: the lender takes its own, then the
-	// announcements' (fetchNext).
-	o.mu.Lock()
-	if o.next != an {
-		o.mu.Unlock()
-		return nil, nil // given up, or already dropped
-	}
-	list := o.list
-	o.list, o.next = nil, nil
-	for _, af := range list {
-		af.stop()
-	}
-	o.mu.Unlock()
-	// Only the fetches the lender's scheduler has reached are worth borrowing: the parts of
-	// one it has not would wait behind the lender's current restriction, so it is dropped
-	// (it has fetched nothing) and fetched anew by this instance. The lender's scheduler
-	// reaches its queue in order, so those it has reached come first.
-	n := 0
-	for n < len(list) && list[n].of.Started() {
-		n++
-	}
-	for _, af := range list[n:] {
-		af.drop()
-	}
-	return list[:n], o.report
-}
-
-// lent returns, and forgets, the reports of the instances the restriction ending now
-// borrowed from.
-func (a *aheadFetches) lent() []func(context.Context) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	l := a.lenders
-	a.lenders = nil
-	return l
+	handovers.Lock()
+	a.next = nil
+	handovers.Unlock()
 }
 
 // decodeFirst starts decoding the first member of the restriction fetched ahead, with
@@ -410,13 +263,17 @@ func (a *aheadFetches) lent() []func(context.Context) {
 // calls it when it opens its restriction's last member, which leaves the window of the
 // member decoded ahead (decodeAhead) free.
 func (a *aheadFetches) decodeFirst(start func(SplitDescriptor, int, readSpan, *fetch.ObjectFetch) *memberRead) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	if len(a.list) == 0 || a.list[0].an == nil || a.list[0].mr != nil {
-		return
+	handovers.Lock()
+	defer handovers.Unlock()
+	for _, h := range handovers.list {
+		if h.owner != a {
+			continue
+		}
+		if h.an != nil && h.mr == nil {
+			h.mr = start(h.an.d, h.m, memberSpan(h.an.d, h.an.rest.Start, h.an.rest.Resume, h.m), h.of)
+		}
+		return // only the first
 	}
-	af := a.list[0]
-	af.mr = start(af.an.d, af.m, memberSpan(af.an.d, af.an.rest.Start, af.an.rest.Resume, af.m), af.of)
 }
 
 // decodedAhead reports whether the first member of a restriction announced next is decoded

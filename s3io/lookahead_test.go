@@ -190,9 +190,10 @@ func TestLookaheadFetchesTheNextRestriction(t *testing.T) {
 	f.settled(t)
 }
 
-// What was fetched ahead for a restriction that does not come next is dropped and counted;
-// a checkpoint, a residual that starts inside a member and a failed object each read exactly
-// what they own; and at the bundle's end nothing is held and every byte was counted.
+// What was fetched ahead for a restriction that does not come next is handed over, and
+// taken over when it comes later; a checkpoint, a residual that starts inside a member and
+// a failed object each read exactly what they own; and at the bundle's end nothing is held
+// and every byte was counted.
 func TestLookaheadUnderSplitsAndFailures(t *testing.T) {
 	f := newAheadFixture(t)
 	d1, d2, d3 := f.descriptor(t, "one", 3), f.descriptor(t, "two", 2), f.descriptor(t, "three", 1)
@@ -200,19 +201,19 @@ func TestLookaheadUnderSplitsAndFailures(t *testing.T) {
 	f.srv.Delete(t, "ahead", d2.Members[1].Key) // deleted after planning
 
 	// d1 is checkpointed mid-way through its first member: the members after it are
-	// dropped, and d2, announced next, is fetched ahead.
+	// handed over, and d2, announced next, is fetched ahead.
 	var residual restriction
 	primary, _ := f.read(t, d1, fullRestriction(d1), 100, &residual)
 	if len(primary) != 100 {
 		t.Fatalf("primary emitted %d records after a checkpoint at 100", len(primary))
 	}
 	f.requested(t, d2.Members[0].Key)
-	// d3 comes instead of d2: what d2 fetched is dropped.
+	// d3 comes instead of d2: what d2 fetched is handed over.
 	got3, _ := f.read(t, d3, fullRestriction(d3), 0, nil)
 	if !slices.Equal(got3, f.want(d3)) {
 		t.Fatalf("d3: %d records, want %d", len(got3), len(f.want(d3)))
 	}
-	// The residual resumes inside d1's first member, with nothing ahead to take over.
+	// The residual resumes inside d1's first member, and takes over its later members.
 	rest1, _ := f.read(t, d1, residual, 0, nil)
 	if got := append(primary, rest1...); !slices.Equal(got, f.want(d1)) {
 		t.Fatalf("d1 primary+residual: %d records, want %d in order", len(got), len(f.want(d1)))
@@ -225,54 +226,90 @@ func TestLookaheadUnderSplitsAndFailures(t *testing.T) {
 	if len(failures) != 1 || failures[0].Key != d2.Members[1].Key || failures[0].Reason != ReasonDeleted {
 		t.Errorf("failures %+v, want %s quarantined as deleted", failures, d2.Members[1].Key)
 	}
-	// A part of d2's that had arrived when d3 came is counted as dropped, one still in
-	// flight as a cancelled GET: which, depends on how far the fetch had come.
-	if st := f.fn.fetcher.Stats(); st.Dropped == 0 && st.Cancelled == 0 {
-		t.Errorf("stats %+v: d2's parts fetched ahead and not taken were counted neither as dropped nor as cancelled", st)
+	// Every member's bytes were received once: d1's later members and d2's first were
+	// taken over, however far their fetches had come.
+	for _, d := range []SplitDescriptor{d1, d3} {
+		f.fetchedOnce(t, d.Members...)
+	}
+	f.fetchedOnce(t, d2.Members[0])
+	if st := f.fn.fetcher.Stats(); st.Dropped != 0 {
+		t.Errorf("stats %+v: nothing fetched ahead or handed over should be dropped", st)
 	}
 	f.settled(t)
 }
 
-// Fetches ahead that no restriction takes expire, so that an idle instance does not hold the
-// worker's memory.
-func TestLookaheadExpires(t *testing.T) {
+// fetchedOnce checks that the server sent each of ms's bytes once (the first member of a
+// residual may add the bytes between its resume point and a part's start).
+func (f *aheadFixture) fetchedOnce(t *testing.T, ms ...Member) {
+	t.Helper()
+	for _, m := range ms {
+		var n int64
+		for _, r := range f.srv.Requests(m.Key) {
+			n += r.Bytes
+		}
+		if n != m.Size {
+			t.Errorf("%s: %d bytes sent for %d stored: %+v", m.Key, n, m.Size, f.srv.Requests(m.Key))
+		}
+	}
+}
+
+// handedFrom returns the store's entries held by fn's fetcher: owned (fetched ahead by it)
+// and unowned (handed over).
+func handedFrom(fn *reader) (owned, unowned []*handed) {
+	handovers.Lock()
+	defer handovers.Unlock()
+	for _, h := range handovers.list {
+		switch {
+		case h.owner == &fn.ahead:
+			owned = append(owned, h)
+		case h.from == fn:
+			unowned = append(unowned, h)
+		}
+	}
+	return owned, unowned
+}
+
+// What is handed over and never taken expires, so that the worker's memory is not held by
+// restrictions that went elsewhere; it is counted as dropped.
+func TestHandedOverExpires(t *testing.T) {
 	f := newAheadFixture(t)
 	d1, d2 := f.descriptor(t, "one", 1), f.descriptor(t, "two", 1)
 	f.announceAll(t, d1, d2)
 	f.read(t, d1, fullRestriction(d1), 0, nil)
-	f.fn.ahead.mu.Lock()
-	list := slices.Clone(f.fn.ahead.list)
-	f.fn.ahead.mu.Unlock()
-	if len(list) != 1 {
-		t.Fatalf("%d fetches ahead after d1, want d2's one member", len(list))
+	f.requested(t, d2.Members[0].Key)
+	if owned, _ := handedFrom(f.fn); len(owned) != 1 {
+		t.Fatalf("%d fetches ahead after d1, want d2's one member", len(owned))
 	}
-	list[0].timer.Reset(time.Millisecond)
-	for deadline := time.Now().Add(10 * time.Second); f.fn.fetcher.Budget().Held() != 0; {
-		if time.Now().After(deadline) {
-			t.Fatalf("%d bytes still held after the fetch ahead expired", f.fn.fetcher.Budget().Held())
+	f.fn.finishBundle(context.Background()) // d2 never comes: handed over
+	_, unowned := handedFrom(f.fn)
+	if len(unowned) != 1 {
+		t.Fatalf("%d entries handed over after the bundle, want d2's one member", len(unowned))
+	}
+	handovers.Lock()
+	unowned[0].timer.Reset(time.Millisecond)
+	handovers.Unlock()
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+		if _, left := handedFrom(f.fn); len(left) == 0 {
+			break
 		}
-		time.Sleep(5 * time.Millisecond)
+		if time.Now().After(deadline) {
+			t.Fatal("the entry handed over did not expire")
+		}
 	}
-	f.fn.ahead.mu.Lock()
-	left := len(f.fn.ahead.list)
-	f.fn.ahead.mu.Unlock()
-	if left != 0 {
-		t.Errorf("%d fetches ahead left after expiry", left)
+	if st := f.fn.fetcher.Stats(); st.Dropped+st.Cancelled == 0 {
+		t.Errorf("stats %+v: the expired fetch was counted neither as dropped nor as cancelled", st)
 	}
 	f.settled(t)
 }
 
-// A fetch ahead waits for as long as its instance reads the restriction before it: only an
-// idle instance's fetches expire. Before, the TTL ran from the fetch, and a restriction
-// slower than it (a bzip2 segment on a loaded worker) dropped the next one's bytes, which
-// were then fetched again.
+// A fetch ahead waits for as long as its instance reads the restriction before it: only
+// what is handed over expires. Before, the TTL ran from the fetch, and a restriction slower
+// than it (a bzip2 segment on a loaded worker) dropped the next one's bytes, which were
+// then fetched again.
 func TestLookaheadWaitsForABusyInstance(t *testing.T) {
 	f := newAheadFixture(t)
 	d1, d2 := f.descriptor(t, "one", 1), f.descriptor(t, "two", 1)
 	f.announceAll(t, d1, d2)
-	// Any fetch armed while d1 is read expires at once; d1's first record waits until d2's
-	// fetch has been requested and has had many times that TTL. The TTL is back to its
-	// default before d1 ends, when the instance's fetches ahead are armed.
 	defer func(ttl time.Duration) { aheadTTL = ttl }(aheadTTL)
 	aheadTTL = time.Millisecond
 	var got []string
@@ -280,7 +317,6 @@ func TestLookaheadWaitsForABusyInstance(t *testing.T) {
 		if len(got) == 0 {
 			f.requested(t, d2.Members[0].Key)
 			time.Sleep(100 * time.Millisecond)
-			aheadTTL = 30 * time.Second
 		}
 		got = append(got, string(rec))
 	}, func(fl Failure) { t.Errorf("failure %+v", fl) })
@@ -290,11 +326,9 @@ func TestLookaheadWaitsForABusyInstance(t *testing.T) {
 	if !slices.Equal(got, f.want(d1)) {
 		t.Fatalf("d1: %d records, want %d in order", len(got), len(f.want(d1)))
 	}
-	f.fn.ahead.mu.Lock()
-	held := len(f.fn.ahead.list)
-	f.fn.ahead.mu.Unlock()
-	if held != 1 {
-		t.Fatalf("%d fetches ahead after d1, want d2's one member, kept while d1 was read", held)
+	time.Sleep(50 * time.Millisecond) // many TTLs
+	if owned, _ := handedFrom(f.fn); len(owned) != 1 {
+		t.Fatalf("%d fetches ahead after d1, want d2's one member, kept while d1 was read", len(owned))
 	}
 	got2, _ := f.read(t, d2, fullRestriction(d2), 0, nil)
 	if !slices.Equal(got2, f.want(d2)) {
@@ -308,9 +342,9 @@ func TestLookaheadWaitsForABusyInstance(t *testing.T) {
 
 // A restriction one instance fetched ahead for, which the runner gives to another instance
 // of the worker (prism splits a bundle between its elements when a stage seems to stall),
-// is borrowed by that instance: each of its ranges is requested once, its records are
-// exact, and neither instance drops a byte.
-func TestLookaheadLendsToAnotherInstance(t *testing.T) {
+// is taken over by that instance: each byte is received once, its records are exact, and
+// neither instance drops a byte.
+func TestLookaheadHandsOverToAnotherInstance(t *testing.T) {
 	f := newAheadFixture(t)
 	d1, d2 := f.descriptor(t, "one", 1), f.descriptor(t, "two", 2)
 	f.announceAll(t, d1, d2)
@@ -319,16 +353,17 @@ func TestLookaheadLendsToAnotherInstance(t *testing.T) {
 		t.Fatalf("d1: %d records, want %d in order", len(got), len(f.want(d1)))
 	}
 	f.requested(t, d2.Members[0].Key) // fetched ahead by the first instance
-	lenderReports := 0
-	f.fn.ahead.report = func(ctx context.Context) { lenderReports++; f.fn.reportFetches(ctx) }
 	if got, _ := g.read(t, d2, fullRestriction(d2), 0, nil); !slices.Equal(got, f.want(d2)) {
 		t.Fatalf("d2 on the second instance: %d records, want %d in order", len(got), len(f.want(d2)))
 	}
-	f.requestedOnce(t, d2)
-	// The borrower counted what the lender's fetcher transferred for it: the lender's bundle
-	// may be over, and the lender may never report again.
-	if st, rep := f.fn.fetcher.Stats(), f.fn.reported; lenderReports != 1 || st != rep {
-		t.Errorf("the borrower reported the lender's fetches %d times (want once); the lender's fetcher transferred %+v, the metrics were told %+v", lenderReports, st, rep)
+	f.fetchedOnce(t, d2.Members...)
+	// The taker counted what the first instance's fetcher transferred for it: that
+	// instance's bundle may be over, and it may never report again.
+	f.fn.reportMu.Lock()
+	st, rep := f.fn.fetcher.Stats(), f.fn.reported
+	f.fn.reportMu.Unlock()
+	if st != rep {
+		t.Errorf("the first instance's fetcher transferred %+v, the metrics were told %+v", st, rep)
 	}
 	f.settled(t)
 	g.settled(t)
@@ -389,4 +424,104 @@ func TestReadFetchesAheadOnPrism(t *testing.T) {
 	if c["splits_planned"] < 3 || c["members_fetched_ahead"] < 2 {
 		t.Errorf("counters %v: want several descriptors, and members fetched ahead of their restrictions", c)
 	}
+}
+
+// forgetHandovers drops everything in the worker's handover store, as a residual read on
+// another worker process finds it.
+func forgetHandovers() {
+	handovers.Lock()
+	list := slices.Clone(handovers.list)
+	for _, h := range list {
+		handovers.remove(h)
+	}
+	handovers.Unlock()
+	for _, h := range list {
+		h.drop()
+	}
+}
+
+// A split inside any member of a restriction (its first, a middle one, its last, a segment
+// of a larger object, a gzip object) or between two of them hands the residual, read by
+// another instance of the worker, what the primary had fetched and decoded for it: the two
+// together receive exactly the bytes one unsplit read receives, and emit its records.
+func TestSplitAnywhereFetchesOnce(t *testing.T) {
+	f := newAheadFixture(t)
+	g := f.otherInstance(t)
+	plain := f.descriptor(t, "split", 3)
+	var b strings.Builder
+	var recs []string
+	for i := range 3000 {
+		r := fmt.Sprintf(`{"src":"gz","i":%d,"r":%q}`, i, strings.Repeat("q", i%70))
+		b.WriteString(r + "\n")
+		recs = append(recs, r)
+	}
+	text := b.String()
+	etag := f.srv.Put(t, "ahead", "split/gz.ndjson.gz", s3test.Gzip(text))
+	gz := Member{Key: "split/gz.ndjson.gz", ETag: etag, Size: int64(len(s3test.Gzip(text)))}
+	f.recs[gz.Key] = recs
+	seg := plain.Members[2] // its records starting in [60000, 150000)
+	seg.Start, seg.End = 60000, 150000
+	members := []Member{plain.Members[0], gz, plain.Members[1], seg}
+	d := SplitDescriptor{ID: splitID("ahead", members), Bucket: "ahead", Members: members}
+
+	sent := func() map[string]int64 {
+		out := map[string]int64{}
+		for _, r := range f.srv.Requests("") {
+			out[r.Key] += r.Bytes
+		}
+		return out
+	}
+	before := sent()
+	all, _ := f.read(t, d, fullRestriction(d), 0, nil)
+	f.fn.finishBundle(context.Background())
+	forgetHandovers()
+	once := map[string]int64{}
+	for k, n := range sent() {
+		once[k] = n - before[k]
+	}
+	// Where the members' records begin in the read.
+	var starts []int
+	n := 0
+	for _, m := range members {
+		starts = append(starts, n)
+		for _, r := range all[n:] {
+			if !strings.Contains(r, strings.TrimSuffix(strings.TrimPrefix(m.Key, "split/"), ".ndjson.gz")) {
+				break
+			}
+			n++
+		}
+	}
+	cases := map[string]int{
+		"inside the first member":   100,
+		"inside the gzip member":    starts[1] + 1000,
+		"inside a middle member":    starts[2] + 50,
+		"at a member's first record": starts[2],
+		"inside the last segment":   starts[3] + 30,
+	}
+	for name, k := range cases {
+		t.Run(name, func(t *testing.T) {
+			before := sent()
+			var residual restriction
+			primary, _ := f.read(t, d, fullRestriction(d), k, &residual)
+			rest, _ := g.read(t, d, residual, 0, nil)
+			if got := append(primary, rest...); !slices.Equal(got, all) {
+				t.Fatalf("primary (%d) and residual (%d) records differ from the unsplit read's %d", len(primary), len(rest), len(all))
+			}
+			f.fn.finishBundle(context.Background())
+			g.fn.finishBundle(context.Background())
+			for key, n := range sent() {
+				if n-before[key] != once[key] {
+					t.Errorf("%s: %d bytes sent, the unsplit read received %d", key, n-before[key], once[key])
+				}
+			}
+			forgetHandovers()
+			for i, x := range []*aheadFixture{f, g} {
+				if h := x.fn.fetcher.Budget().Held(); h != 0 {
+					t.Errorf("instance %d: %d bytes of parts still held after the bundle", i, h)
+				}
+			}
+		})
+	}
+	f.settled(t)
+	g.settled(t)
 }

@@ -13,14 +13,17 @@ import (
 // restrictionRead is the state of one restriction's read: the fetcher of its members'
 // bytes and the members being decoded.
 type restrictionRead struct {
-	fn      *reader
-	d       SplitDescriptor
-	start   position
-	hint    resumeHint
-	last    int                  // the last member the restriction owns; a split may lower it
-	ahead   int                  // members decoded ahead of the one being read
-	fetches []*fetch.ObjectFetch // by member - start.Member; nil once handed to a memberRead
-	reads   []*memberRead        // same indexing: members whose decoding has started
+	fn    *reader
+	d     SplitDescriptor
+	start position
+	hint  resumeHint
+	last  int // the last member the restriction owns; a split may lower it
+	ahead int // members decoded ahead of the one being read
+	// members are the members' fetches, and decodings once started, by member -
+	// start.Member: entries of the handover store that the read owns until it opens them,
+	// so that a residual that starts while this read still holds the members a split gave
+	// it takes them over (handover.go). nil for archived members and once opened.
+	members []*handed
 }
 
 // newRestrictionRead queues the fetches of rest's members, taking over those the instance
@@ -29,18 +32,19 @@ func (fn *reader) newRestrictionRead(ctx context.Context, d SplitDescriptor, res
 	rd := &restrictionRead{fn: fn, d: d, start: rest.Start, hint: rest.Resume, last: rest.lastMember()}
 	rd.ahead, _ = fn.Cfg.decoding()
 	n := max(rd.last-rest.Start.Member+1, 0)
-	rd.fetches, rd.reads = make([]*fetch.ObjectFetch, n), make([]*memberRead, n)
-	for _, w := range fn.ahead.take(d.ID, rest.Start, memberFetches(d, rest), fn.getsFor, fn.fetcher) {
+	rd.members = make([]*handed, n)
+	wants := fn.ahead.take(d.ID, rest.Start, memberFetches(d, rest), fn.getsFor, fn.fetcher)
+	handovers.Lock()
+	for _, w := range wants {
 		if w.ahead {
 			metricFetchedAhead.Inc(ctx, 1)
 		}
 		w.of.Bind(ctx)
-		if w.mr != nil {
-			rd.reads[w.i] = w.mr // decoded ahead
-			continue
-		}
-		rd.fetches[w.i] = w.of
+		h := &handed{key: fn.ahead.handKey(w.fetchKey), of: w.of, mr: w.mr, rd: rd, from: fn, id: d.ID, m: rest.Start.Member + w.i, pending: w.pending}
+		rd.members[w.i] = h
+		handovers.add(h)
 	}
+	handovers.Unlock()
 	fn.ahead.started(d.ID, rest.Start)
 	fn.ahead.fetchNext(fn.fetcher, fn.getsFor)
 	return rd
@@ -67,7 +71,12 @@ func memberFetches(d SplitDescriptor, rest restriction) []aheadWant {
 			continue
 		}
 		rng := memberSpan(d, rest.Start, rest.Resume, m).fetchRange()
-		wants = append(wants, aheadWant{i: m - rest.Start.Member, fetchKey: fetchKey{bucket: d.Bucket, obj: d.Members[m].object(), rng: rng}})
+		w := aheadWant{i: m - rest.Start.Member, fetchKey: fetchKey{bucket: d.Bucket, obj: d.Members[m].object(), rng: rng}, m: m}
+		if m == rest.Start.Member {
+			w.first = rest.Start.Index
+		}
+		w.whole = w.first == 0 && (m > rest.Start.Member || !rest.Resume.known())
+		wants = append(wants, w)
 	}
 	return wants
 }
@@ -76,62 +85,75 @@ func memberFetches(d SplitDescriptor, rest restriction) []aheadWant {
 func (m Member) object() fetch.Object { return fetch.Object{Key: m.Key, ETag: m.ETag, Size: m.Size} }
 
 // open returns the read of member m, started now or earlier, and starts decoding the
-// members after it that the restriction still owns.
+// members after it that the restriction still owns. The read has claimed m's first
+// position, so no other read can have taken it from the store; should one have, m is read
+// with a fetch of its own.
 func (rd *restrictionRead) open(ctx context.Context, m int) *memberRead {
+	handovers.Lock()
 	for k := m; k <= min(m+rd.ahead, rd.last); k++ {
-		i := k - rd.start.Member
-		if rd.reads[i] == nil && rd.d.Members[k].Archived == "" {
-			rd.reads[i] = rd.fn.startMember(ctx, rd.d, k, rd.spanOf(k), rd.fetches[i])
-			rd.fetches[i] = nil
+		if h := rd.members[k-rd.start.Member]; h != nil && h.rd == rd && h.mr == nil {
+			h.mr = rd.fn.startMember(ctx, rd.d, k, rd.spanOf(k), h.of)
 		}
 	}
+	i := m - rd.start.Member
+	h := rd.members[i]
+	rd.members[i] = nil
+	own := h != nil && h.rd == rd && handovers.remove(h)
+	handovers.Unlock()
 	if m == rd.last {
 		// No member of its own is decoded ahead now: the next restriction's first may be.
 		rd.fn.ahead.decodeFirst(func(d SplitDescriptor, m int, span readSpan, of *fetch.ObjectFetch) *memberRead {
 			return rd.fn.startMember(context.Background(), d, m, span, of)
 		})
 	}
-	mr := rd.reads[m-rd.start.Member]
-	rd.reads[m-rd.start.Member] = nil
-	return mr
+	if !own {
+		span := rd.spanOf(m)
+		of := rd.fn.fetcher.Add(rd.fn.getsFor(rd.d.Bucket), rd.d.Members[m].object(), span.fetchRange())
+		of.Bind(ctx)
+		return rd.fn.startMember(ctx, rd.d, m, span, of)
+	}
+	if h.pending != nil {
+		h.mr.pending, h.mr.pendingAt, h.mr.idx0, h.mr.handedOver = h.pending.b, h.pending.at, h.pending.idx, false
+	}
+	return h.mr
 }
 
-// truncate drops the fetches and reads of the members after last, which a split took away.
-func (rd *restrictionRead) truncate(ctx context.Context, last int) {
+// truncate hands over the fetches and decodings of the members after last, which a split
+// took away: the residual that reads them takes them over (handover.go).
+func (rd *restrictionRead) truncate(last int) {
+	var out []*handed
+	handovers.Lock()
 	for m := max(last+1, rd.start.Member); m <= rd.last; m++ {
 		i := m - rd.start.Member
-		if mr := rd.reads[i]; mr != nil {
-			mr.finish(ctx)
-			rd.reads[i] = nil
+		if h := rd.members[i]; h != nil && h.rd == rd && handovers.remove(h) {
+			out = append(out, h)
 		}
-		if of := rd.fetches[i]; of != nil {
-			of.Drop()
-			rd.fetches[i] = nil
-		}
+		rd.members[i] = nil
 	}
 	rd.last = min(rd.last, last)
-}
-
-// close drops everything the read still holds, starts the expiry of what the instance
-// fetched ahead, and accounts for what the fetcher transferred.
-func (rd *restrictionRead) close(ctx context.Context) {
-	rd.truncate(ctx, rd.start.Member-1)
-	rd.fn.ahead.idle()
-	rd.fn.reportFetches(ctx)
-	for _, report := range rd.fn.ahead.lent() {
-		report(ctx)
+	handovers.Unlock()
+	for _, h := range out {
+		rd.handOverRead(h)
 	}
 }
 
-// reportFetches counts what the instance's fetcher transferred since the last report: the
-// fetcher outlives restrictions, and what it fetched ahead and dropped is counted in the
-// report that follows the drop, at the latest at the bundle's end.
+// close hands over what the read still holds (the members a split or a checkpoint left
+// unread) and accounts for what the worker's fetchers transferred.
+func (rd *restrictionRead) close(ctx context.Context) {
+	rd.truncate(rd.start.Member - 1)
+	rd.fn.reportFetches(ctx)
+}
+
+// reportFetches counts what the fetchers of the worker's instances of the same Config
+// transferred since their last report. A fetcher outlives restrictions, and its parts
+// outlive its instance's bundles when they are handed over: an instance whose bundle has
+// ended may never report again, so every instance reports for all of them, and what is
+// fetched and later dropped is counted by the next report in the worker.
 func (fn *reader) reportFetches(ctx context.Context) {
-	fn.reportMu.Lock()
-	all := fn.fetcher.Stats()
-	st := all.Since(fn.reported)
-	fn.reported = all
-	fn.reportMu.Unlock()
+	var st fetch.Stats
+	for _, r := range fetchersOf(fn.ahead.key) {
+		st = st.Plus(r.takeReport())
+	}
 	metricGets.Inc(ctx, st.Gets)
 	metricBodyResumes.Inc(ctx, st.Resumes)
 	metricRawBytes.Inc(ctx, st.Received)
@@ -149,6 +171,7 @@ func (fn *reader) reportFetches(ctx context.Context) {
 // Beam's per-record work instead of following it.
 type memberRead struct {
 	m      int
+	of     *fetch.ObjectFetch
 	src    *fetch.Stream
 	dec    *decode.Decompressors
 	fn     *reader
@@ -166,6 +189,22 @@ type memberRead struct {
 	// units, set by the framing goroutine, stops a segment's chunk goroutines once framing
 	// has stopped.
 	units io.Closer
+	// pending, taken over from a read a split stopped inside the member, is the batch to
+	// emit first, from its record pendingAt (nextBatch).
+	pending   *decode.Batch
+	pendingAt int
+	// handedOver is set once a split stopped the read inside the member and its decoding
+	// went to the handover store for the residual: the read no longer finishes it.
+	handedOver bool
+}
+
+// nextBatch returns the next batch of records to emit and the index in it of the first.
+func (mr *memberRead) nextBatch() (*decode.Batch, int) {
+	if b := mr.pending; b != nil {
+		mr.pending = nil
+		return b, mr.pendingAt
+	}
+	return mr.frames.Next(), 0
 }
 
 // unitCheckpointsKept is how many unit starts a segment read in chunks keeps for hints.
@@ -192,7 +231,7 @@ func (fn *reader) parallelUnits() decode.ParallelUnits {
 func (fn *reader) startMember(ctx context.Context, d SplitDescriptor, m int, span readSpan, of *fetch.ObjectFetch) *memberRead {
 	member := d.Members[m]
 	src := of.Stream()
-	mr := &memberRead{m: m, src: src, dec: fn.getDecoders(), fn: fn}
+	mr := &memberRead{m: m, of: of, src: src, dec: fn.getDecoders(), fn: fn}
 	if span.hint.known() {
 		metricResumed.Inc(ctx, 1)
 		mr.idx0 = span.hint.Index

@@ -103,9 +103,12 @@ func countersOf(ctx context.Context) map[string]int64 {
 	return counters
 }
 
-// runCounted is run, also returning the s3io counters the read updated.
+// runCounted is run, also returning the s3io counters the read updated. It reads as a
+// residual does on another worker process: with nothing handed over from an earlier read
+// (these tests are of the reads that resume on their own).
 func (f *resumeFixture) runCounted(t *testing.T, rest restriction, split func(rt *sdf.LockRTracker, n int)) ([]string, map[string]int64) {
 	t.Helper()
+	forgetHandovers()
 	ctx := metrics.SetPTransformID(metrics.SetBundleID(context.Background(), "bundle"), "read")
 	rt := f.fn.CreateTracker(rest)
 	var got []string

@@ -37,8 +37,8 @@ type reader struct {
 	fetcher     *fetch.Fetcher
 	releasePool func()
 	gets        map[string]*fetch.Gets // by bucket
-	// reported is the fetcher's counts last added to the metrics; under reportMu, since an
-	// instance that borrowed this one's fetches ahead reports them too (aheadFetches.borrow).
+	// reported is the fetcher's counts last added to the metrics; under reportMu, since
+	// every instance of the worker reports them (reportFetches).
 	reportMu sync.Mutex
 	reported fetch.Stats
 	// ahead holds what the instance fetches for restrictions announced and not yet started
@@ -66,15 +66,16 @@ func (fn *reader) Setup(ctx context.Context) error {
 	pool, release := fetch.WorkerPool(fn.Cfg.WorkerBufferBytes)
 	fn.fetcher, fn.releasePool = fetch.NewFetcher(context.Background(), fn.Cfg.fetchSettings(), pool, fn.Cfg.newBudget(pool)), release
 	fn.gets = map[string]*fetch.Gets{}
-	fn.ahead.key, fn.ahead.report = lookaheadKey(fn.Cfg), fn.reportFetches
+	fn.ahead.fn, fn.ahead.key = fn, lookaheadKey(fn.Cfg)
+	registerFetcher(fn)
 	return nil
 }
 
-// finishBundle drops what was fetched ahead for restrictions that did not come: the bundle
-// is over, and the instance may stay idle while its parts hold the worker's memory. Each
-// DoFn's FinishBundle calls it (Beam wants FinishBundle to take ProcessElement's emitters).
+// finishBundle hands over what was fetched ahead for restrictions that did not come: the
+// bundle is over, and they may start on another instance (handover.go). Each DoFn's
+// FinishBundle calls it (Beam wants FinishBundle to take ProcessElement's emitters).
 func (fn *reader) finishBundle(ctx context.Context) {
-	fn.ahead.dropAll()
+	fn.ahead.handOverAll()
 	fn.reportFetches(ctx)
 }
 
@@ -89,18 +90,24 @@ func (fn *reader) getsFor(bucket string) *fetch.Gets {
 }
 
 func (fn *reader) Teardown() {
+	if fn.fetcher != nil {
+		// What the store holds of this instance's fetcher goes first: dropping a decoding
+		// gives its decoders back to this instance.
+		for _, h := range handovers.owned(&fn.ahead) {
+			h.drop()
+		}
+		dropFrom(fn)
+		unregisterFetcher(fn)
+		fn.fetcher.Close()
+		fn.releasePool()
+		fn.fetcher = nil
+	}
 	fn.decsMu.Lock()
 	defer fn.decsMu.Unlock()
 	for _, d := range fn.decs {
 		d.Close()
 	}
 	fn.decs = nil
-	fn.ahead.dropAll()
-	if fn.fetcher != nil {
-		fn.fetcher.Close()
-		fn.releasePool()
-		fn.fetcher = nil
-	}
 }
 
 func (fn *reader) getDecoders() *decode.Decompressors {
@@ -231,7 +238,9 @@ type memberCount struct{ next, emitted, skipped, skippedEnd int64 }
 func (fn *reader) readMember(ctx context.Context, rt *sdf.LockRTracker, d SplitDescriptor, rd *restrictionRead, mr *memberRead, first int64, emit memberEmitter) (stopped bool, err error) {
 	mc := memberCount{next: mr.idx0}
 	defer func() {
-		mr.finish(ctx)
+		if !mr.handedOver {
+			mr.finish(ctx)
+		}
 		metricRecords.Inc(ctx, mc.emitted)
 		metricSkipped.Inc(ctx, mc.skipped)
 		if mc.next > mr.idx0 { // framing began: the unframed skip, if any, was decoded
@@ -254,9 +263,10 @@ func (fn *reader) emitRecords(sink func(m int, idx int64, entry string, rec []by
 		// One claim value for the whole object: a claim boxed per record would allocate.
 		claim := &readerClaim{position: position{Member: m}, cps: mr.cps}
 		for {
-			b := mr.frames.Next()
+			b, from := mr.nextBatch()
 			claim.seekable = b.Seekable
-			for i, rec := range b.Records {
+			for i := from; i < len(b.Records); i++ {
+				rec := b.Records[i]
 				if idx < first {
 					skipped, skippedEnd = skipped+1, b.Ends[i]
 					idx++
@@ -268,6 +278,10 @@ func (fn *reader) emitRecords(sink func(m int, idx int64, entry string, rec []by
 						claim.end = -1
 					}
 					if !rt.TryClaim(claim) {
+						// A split: the residual starts at this record, and takes the
+						// member's decoding over from here.
+						mr.handedOver = true
+						rd.handOverInside(mr, b, i, idx)
 						return true, nil
 					}
 				}
@@ -277,6 +291,12 @@ func (fn *reader) emitRecords(sink func(m int, idx int64, entry string, rec []by
 			}
 			switch {
 			case b.Err == io.EOF:
+				if rt.GetRestriction().(restriction).End == (position{Member: m, Index: idx}) {
+					// Split right after the member's last record: the residual starts past
+					// it, and finds from the handed-over read that nothing is left.
+					mr.handedOver = true
+					rd.handOverInside(mr, b, len(b.Records), idx)
+				}
 				return false, nil
 			case b.Err != nil:
 				return false, b.Err
@@ -290,7 +310,7 @@ func (fn *reader) emitRecords(sink func(m int, idx int64, entry string, rec []by
 // followSplit stops fetching the members after the one being read that a split took away.
 func (rd *restrictionRead) followSplit(ctx context.Context, rt *sdf.LockRTracker) {
 	if last := rt.GetRestriction().(restriction).lastMember(); last < rd.last {
-		rd.truncate(ctx, last)
+		rd.truncate(last)
 	}
 }
 

@@ -12,7 +12,6 @@ import (
 	"testing"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
-	"github.com/apache/beam/sdks/v2/go/pkg/beam/options/jobopts"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/testing/ptest"
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
@@ -62,12 +61,10 @@ func chunkBytes() int64 {
 // and exact records, not the bounds: its 384 KiB segments plan 12.5 % past their end, and
 // what its fetch-ahead drops moves with its timing (pbzip2: 1.12× and 1.22× in two runs).
 //
-// The pipelines run with prism's splits off (prism_disable_sdf_split): prism splits a
-// bundle or a restriction when its progress reports seem to stall, which is timing, and
-// what a split costs (a residual decodes again from the unit before its first record) moved
-// this bound to 1.067× in a run on a loaded machine. The bound is the plan's and the reads'; what
-// splits cost is tested where it can be forced (TestSegmentResumesAtAUnit, and the
-// lookahead's tests in package s3io).
+// The pipelines run with prism's dynamic splits on, as users run them: what a split hands to
+// a residual (the members after the split point, fetched or being decoded, and the decoding
+// of the member it stops inside) is handed over in the worker, not fetched again
+// (s3io/handover.go), so the bound holds however prism splits.
 const maxFetched = 1.05
 
 // dataset writes the records once per test binary into dir and returns the plain file and
@@ -150,8 +147,8 @@ var unitObjects = []struct {
 
 // Each multi-unit object, 1.25 GiB of records, is planned with SplitTargetBytes 16 MiB into
 // at least 8 segments (cut at proven unit starts, or at the seek table's frames), read
-// exactly on prism with its splits off (every record once, checked against the generator;
-// see maxFetched for the splits), and fetched at most
+// exactly on prism with its dynamic splits on (every record once, checked against the
+// generator), and fetched at most
 // 1.05× its stored bytes by the reads and the planner's probes together; the probes alone
 // cost at most what unitObjects bounds.
 func TestCompressedObjectsInSegments(t *testing.T) {
@@ -161,9 +158,6 @@ func TestCompressedObjectsInSegments(t *testing.T) {
 	dir := t.TempDir()
 	plain, records := dataset(t, dir)
 	_, target := sizes()
-	old := *jobopts.Experiments
-	*jobopts.Experiments = "prism_disable_sdf_split" // see maxFetched
-	defer func() { *jobopts.Experiments = old }()
 	for _, o := range unitObjects {
 		t.Run(o.key, func(t *testing.T) {
 			out := filepath.Join(dir, o.key)

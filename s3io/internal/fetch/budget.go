@@ -94,7 +94,16 @@ func (b *Budget) take(ctx context.Context, c int64) bool {
 	}
 }
 
-// give returns c bytes take counted.
+// force counts c bytes held without waiting for room: bytes already held elsewhere that
+// this budget takes over (Fetcher.Adopt).
+func (b *Budget) force(c int64) {
+	b.mu.Lock()
+	b.held += c
+	b.notify()
+	b.mu.Unlock()
+}
+
+// give returns c bytes take or force counted.
 func (b *Budget) give(c int64) {
 	b.mu.Lock()
 	b.held -= c

@@ -46,3 +46,9 @@ func (s Stats) Since(s0 Stats) Stats {
 	return Stats{Gets: s.Gets - s0.Gets, Resumes: s.Resumes - s0.Resumes, Received: s.Received - s0.Received,
 		Cancelled: s.Cancelled - s0.Cancelled, Dropped: s.Dropped - s0.Dropped, RangeIgnored: s.RangeIgnored - s0.RangeIgnored}
 }
+
+// Plus returns the sum of s and t.
+func (s Stats) Plus(t Stats) Stats {
+	return Stats{Gets: s.Gets + t.Gets, Resumes: s.Resumes + t.Resumes, Received: s.Received + t.Received,
+		Cancelled: s.Cancelled + t.Cancelled, Dropped: s.Dropped + t.Dropped, RangeIgnored: s.RangeIgnored + t.RangeIgnored}
+}

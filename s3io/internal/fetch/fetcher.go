@@ -2,6 +2,7 @@ package fetch
 
 import (
 	"context"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -48,34 +49,64 @@ type Fetcher struct {
 }
 
 // ObjectFetch is one object's byte range being fetched in parts: [from, planEnd) is fetched
-// ahead; bytes after planEnd are read on demand.
+// ahead; bytes after planEnd are read on demand. It belongs to one Fetcher at a time, which
+// issues its parts within its budget; Freeze and Adopt hand it, with the parts already
+// fetched, to another (handover.go).
 type ObjectFetch struct {
-	f       *Fetcher
+	f       atomic.Pointer[Fetcher] // the fetcher that issues its parts
 	gets    *Gets
 	obj     Object
 	from    int64
 	planEnd int64
 	tail    int64 // the request size past planEnd
-	ctx     context.Context
-	cancel  context.CancelFunc
+	// ctx ends its requests: Drop, Cancel or the context Bind links it to end it, never the
+	// fetcher's end, since a handed-over object outlives the fetcher that issued its first
+	// parts (issuing stops with the fetcher; see schedule).
+	ctx    context.Context
+	cancel context.CancelFunc
 	// parts carries the parts in order as they are issued; it is closed after the last one,
 	// or when the object is dropped.
 	parts chan *part
-	next  int64 // offset of the next part to issue (scheduler only)
-	// taken is set, under Fetcher.mu, when the scheduler or a drop claims the object: from
-	// then on that side alone closes parts.
-	taken bool
+	// next is the offset of the next part to issue, and issuedAny is set once one was (the
+	// issuing scheduler only; a handover passes them on under mu).
+	next      int64
+	issuedAny bool
 	// streamed objects are not fetched ahead: their reader streams them with one GET.
 	streamed bool
 	stopBind func() bool // ends the link Bind made to a read's context
+
+	// mu orders the object's state, and its live parts' budget, between the fetchers it
+	// moves through; a fetcher's mu is taken before it.
+	mu    sync.Mutex
+	state fetchState
+	// freezing is set by Freeze while the scheduler issues the object: it stops issuing, and
+	// the object waits for another fetcher, its parts channel open. stopIssue ends the
+	// scheduler's issuing of it; issueDone is closed when the scheduler has let it go.
+	freezing  bool
+	stopIssue context.CancelFunc
+	issueDone chan struct{}
+	// live are the parts issued and not yet released, with the budget each is counted in.
+	live []*part
 }
+
+// fetchState is where an ObjectFetch is in its life; mu guards it.
+type fetchState int
+
+const (
+	queued   fetchState = iota // in its fetcher's queue
+	issuing                    // its fetcher's scheduler is issuing its parts
+	frozen                     // issuing stopped by Freeze: parts open, waiting for Adopt or Drop
+	finished                   // every part issued, or the object dropped: parts closed
+)
 
 // part is one ranged GET of an object, buffered whole.
 type part struct {
-	off  int64
-	buf  []byte
-	done chan struct{}
-	err  error
+	off   int64
+	buf   []byte
+	class int64   // the budget's count of it (its buffer may be larger: Pool.getRamp)
+	b     *Budget // the budget it is counted in; nil while its object is frozen
+	done  chan struct{}
+	err   error
 }
 
 // NewFetcher returns the scheduler of one reader's GETs, following set, their parts held in
@@ -104,7 +135,7 @@ type Range struct {
 // Add queues r of o, read with gets, for fetching after every object added before. Its
 // requests end with the fetcher, with Drop, or with the context Bind links it to.
 func (f *Fetcher) Add(gets *Gets, o Object, r Range) *ObjectFetch {
-	ctx, cancel := context.WithCancel(f.ctx)
+	ctx, cancel := context.WithCancel(context.Background())
 	n := int64(1)
 	if r.PlanEnd > r.From {
 		// The channel holds every part the object can be cut into: no part is smaller than
@@ -112,21 +143,29 @@ func (f *Fetcher) Add(gets *Gets, o Object, r Range) *ObjectFetch {
 		unit := min(f.set.PartBytes, rampParts[0])
 		n = (r.PlanEnd-r.From+unit-1)/unit + 1
 	}
-	of := &ObjectFetch{f: f, gets: gets, obj: o, from: r.From, planEnd: r.PlanEnd, tail: r.TailWindow, ctx: ctx, cancel: cancel,
+	of := &ObjectFetch{gets: gets, obj: o, from: r.From, planEnd: r.PlanEnd, tail: r.TailWindow, ctx: ctx, cancel: cancel,
 		parts: make(chan *part, n), next: r.From}
+	of.f.Store(f)
 	if f.set.VerifyChecksums && r.From == 0 && r.PlanEnd == o.Size && o.Size > f.set.PartBytes {
 		// S3 checksums cover whole objects, so a checksummed read cannot be cut into parts.
 		of.streamed, of.planEnd = true, 0
 	}
 	f.mu.Lock()
+	f.enqueue(of)
+	f.mu.Unlock()
+	return of
+}
+
+// enqueue appends of to the queue and starts the scheduler if it is not running. f.mu is
+// held.
+func (f *Fetcher) enqueue(of *ObjectFetch) {
+	of.state = queued
 	f.queue = append(f.queue, of)
 	if !f.running && f.ctx.Err() == nil {
 		f.running = true
 		f.wg.Add(1)
 		go f.schedule()
 	}
-	f.mu.Unlock()
-	return of
 }
 
 // Bind links of's requests to ctx, the context of the read that will consume it: they end
@@ -152,43 +191,68 @@ func (f *Fetcher) schedule() {
 		}
 		of := f.queue[0]
 		f.queue = f.queue[1:]
-		of.taken = true
+		// Issuing stops when the object is dropped, frozen, or the fetcher closes.
+		ictx, icancel := context.WithCancel(of.ctx)
+		stop := context.AfterFunc(f.ctx, icancel)
+		of.mu.Lock()
+		of.state, of.stopIssue, of.issueDone = issuing, icancel, make(chan struct{})
+		of.mu.Unlock()
 		if f.wasIdle {
 			f.issued, f.wasIdle = 0, false
 		}
 		f.mu.Unlock()
-		f.issue(of)
+		f.issue(ictx, of)
+		stop()
+		icancel()
+		of.mu.Lock()
+		if of.freezing && of.ctx.Err() == nil {
+			of.state, of.freezing = frozen, false
+		} else {
+			if of.more() {
+				// Cut short by the fetcher's end: its reader must not take the parts it has
+				// for the whole object.
+				of.cancel()
+			}
+			of.state = finished
+			close(of.parts)
+		}
+		close(of.issueDone)
+		of.mu.Unlock()
 	}
 }
 
-// issue starts every part of of, in order; it reports false if of was dropped first.
-func (f *Fetcher) issue(of *ObjectFetch) bool {
-	defer close(of.parts)
-	if of.streamed {
-		return true
-	}
-	for first := true; first || of.next < of.planEnd; first = false {
+// more reports whether of has parts left to issue.
+func (of *ObjectFetch) more() bool {
+	return !of.streamed && (of.next < of.planEnd || !of.issuedAny)
+}
+
+// issue starts the parts of of, in order, until every one is issued or ctx ends.
+func (f *Fetcher) issue(ctx context.Context, of *ObjectFetch) {
+	for of.more() {
 		n := min(f.partSize(), max(of.planEnd-of.next, 0))
 		// A ramp part of an object that goes on: full-size parts follow it.
 		ramp := f.issued < len(rampParts) && of.planEnd-of.next > n
-		buf, ok := f.getBuf(of.ctx, n, ramp)
+		buf, ok := f.getBuf(ctx, n, ramp)
 		if !ok {
-			return false
+			return
 		}
 		select {
 		case f.reqs <- struct{}{}:
-		case <-of.ctx.Done():
-			f.putBuf(buf)
-			return false
+		case <-ctx.Done():
+			f.putBuf(buf, partClass(n))
+			return
 		}
-		p := &part{off: of.next, done: make(chan struct{}), buf: buf}
+		p := &part{off: of.next, done: make(chan struct{}), buf: buf, class: partClass(n), b: f.budget}
+		of.mu.Lock()
+		of.live = append(of.live, p)
 		of.next += n
+		of.issuedAny = true
+		of.mu.Unlock()
 		f.issued++
 		of.parts <- p // never blocks: the channel holds every part of the object
 		f.wg.Add(1)
 		go f.fetch(of, p)
 	}
-	return true
 }
 
 // rampParts are the sizes of the first parts after the fetcher was idle. The decoder waits
@@ -289,11 +353,11 @@ func (f *Fetcher) getBuf(ctx context.Context, n int64, ramp bool) ([]byte, bool)
 	return b, ok
 }
 
-// putBuf returns a part's buffer to the pool and its room to the budget.
-func (f *Fetcher) putBuf(b []byte) {
+// putBuf returns a buffer getBuf handed out for a part of class c to the pool, and its room
+// to the budget (which took c, where the pool may have lent a larger buffer).
+func (f *Fetcher) putBuf(b []byte, c int64) {
 	f.pool.put(b)
-	// The budget took the part's class; the pool may have lent a larger buffer.
-	f.budget.give(partClass(int64(len(b))))
+	f.budget.give(c)
 }
 
 // fetch reads one part into its buffer.
@@ -329,20 +393,25 @@ func (f *Fetcher) Stats() Stats {
 		Cancelled: f.cancelled.Load(), Dropped: f.dropped.Load(), RangeIgnored: f.rangeIgnored.Load()}
 }
 
-// releasePart returns p's buffer to the pool. A part is released once, by the goroutine
-// that reads its object or by a drop, never both.
-func (f *Fetcher) releasePart(p *part) {
-	f.putBuf(p.buf)
+// release returns p's buffer to the pool and its room to the budget it is counted in. A
+// part is released once, by the goroutine that reads its object or by a drop, never both.
+func (of *ObjectFetch) release(p *part) {
+	of.mu.Lock()
+	b := p.b
+	p.b = nil
+	if i := slices.Index(of.live, p); i >= 0 {
+		of.live = slices.Delete(of.live, i, i+1)
+	}
+	of.mu.Unlock()
+	of.fetcher().pool.put(p.buf)
+	if b != nil {
+		b.give(p.class)
+	}
 	p.buf = nil
 }
 
-// Started reports whether the scheduler has reached of: its parts are being issued, and
-// every object queued before it is issued whole.
-func (of *ObjectFetch) Started() bool {
-	of.f.mu.Lock()
-	defer of.f.mu.Unlock()
-	return of.taken
-}
+// fetcher returns the fetcher of now holds.
+func (of *ObjectFetch) fetcher() *Fetcher { return of.f.Load() }
 
 // Cancel ends of's requests; its reader then fails. It does not wait for them to end.
 func (of *ObjectFetch) Cancel() { of.cancel() }
@@ -354,26 +423,33 @@ func (of *ObjectFetch) Drop() {
 	if of.stopBind != nil {
 		of.stopBind()
 	}
-	f := of.f
+	f := of.fetcher()
 	f.mu.Lock()
-	if !of.taken {
-		// Never reached by the scheduler: take it out of the queue unissued.
-		of.taken = true
-		for i, q := range f.queue {
-			if q == of {
-				f.queue = append(f.queue[:i:i], f.queue[i+1:]...)
-				break
-			}
-		}
+	of.mu.Lock()
+	switch of.state {
+	case queued:
+		f.unqueue(of) // not reached by the scheduler: out of the queue unissued
+		fallthrough
+	case frozen:
+		of.state = finished
 		close(of.parts)
 	}
+	// An object being issued has its parts closed by the scheduler, which the cancel stops.
+	of.mu.Unlock()
 	f.mu.Unlock()
 	for p := range of.parts {
 		<-p.done
 		if p.err == nil {
 			f.dropped.Add(int64(len(p.buf)))
 		}
-		f.releasePart(p)
+		of.release(p)
+	}
+}
+
+// unqueue takes of out of the queue. f.mu is held.
+func (f *Fetcher) unqueue(of *ObjectFetch) {
+	if i := slices.Index(f.queue, of); i >= 0 {
+		f.queue = slices.Delete(f.queue, i, i+1)
 	}
 }
 
@@ -395,7 +471,7 @@ func (f *Fetcher) Close() {
 // central directory, read from the tail before the entries stream from the front.
 func (of *ObjectFetch) ReadRange(from, to int64) ([]byte, error) {
 	r := of.gets.Open(of.ctx, of.obj, from, to)
-	defer of.f.account(r)
+	defer of.fetcher().account(r)
 	defer r.Close()
 	buf := make([]byte, to-from)
 	if err := r.readFull(buf); err != nil {

@@ -33,7 +33,7 @@ func (s *Stream) Read(p []byte) (int, error) {
 				s.pos.Add(int64(n))
 				return n, nil
 			}
-			s.of.f.releasePart(s.cur)
+			s.of.release(s.cur)
 			s.cur = nil
 		}
 		if s.done {
@@ -64,9 +64,9 @@ func (s *Stream) Read(p []byte) (int, error) {
 		}
 		// What the reader waited for tells the budget whether more bytes in flight would
 		// have helped.
-		s.of.f.budget.partRead(waited)
+		s.of.fetcher().budget.partRead(waited)
 		if pt.err != nil {
-			s.of.f.releasePart(pt)
+			s.of.release(pt)
 			return 0, pt.err
 		}
 		s.cur, s.curOff = pt, 0
@@ -99,13 +99,13 @@ func (s *Stream) Consumed() int64 { return s.pos.Load() - s.of.from }
 // Close releases what the stream holds and drops the object's remaining parts.
 func (s *Stream) Close() {
 	if s.cur != nil {
-		s.of.f.releasePart(s.cur)
+		s.of.release(s.cur)
 		s.cur = nil
 	}
 	s.of.Drop()
 	if s.tail != nil {
 		s.tail.Close()
-		s.of.f.account(s.tail)
+		s.of.fetcher().account(s.tail)
 		s.tail = nil
 	}
 }
