@@ -492,11 +492,11 @@ func TestSplitAnywhereFetchesOnce(t *testing.T) {
 		}
 	}
 	cases := map[string]int{
-		"inside the first member":   100,
-		"inside the gzip member":    starts[1] + 1000,
-		"inside a middle member":    starts[2] + 50,
+		"inside the first member":    100,
+		"inside the gzip member":     starts[1] + 1000,
+		"inside a middle member":     starts[2] + 50,
 		"at a member's first record": starts[2],
-		"inside the last segment":   starts[3] + 30,
+		"inside the last segment":    starts[3] + 30,
 	}
 	for name, k := range cases {
 		t.Run(name, func(t *testing.T) {
