@@ -17,17 +17,17 @@ import (
 // parts. So a small step before the splittable DoFn, lookaheadFn, announces each descriptor's
 // initial restrictions to the worker process as they pass, and a reader instance, once its
 // current restriction's parts are queued, queues the first members of the restrictions
-// announced next behind them (aheadFetches). When one of those restrictions starts on that
-// instance, it takes the fetches over; when it starts on another instance of the same
-// worker (a runner that splits a bundle between its elements gives it to a new bundle), that
-// instance borrows them; whatever is not taken is dropped and counted in dropped_bytes.
+// announced next behind them (aheadFetches). Those fetches are entries of the worker's
+// handover store (handover.go): whichever instance of the worker starts that restriction
+// takes them over, the one that fetched them or another (a runner that splits a bundle
+// between its elements gives the rest to a new bundle).
 //
 // It is correct under splits, checkpoints and retries because what is fetched ahead is named
 // by content, not by restriction: a fetch is taken over only by a read of the same object,
-// pinned to the same ETag, over the same byte range. A residual that starts mid-object, a
-// retried bundle, or a restriction processed on another worker simply finds nothing to take
-// and fetches for itself, as it would without the lookahead; and the fetches ahead are
-// queued after the current restriction's, so they never hold back a part it waits for.
+// pinned to the same ETag, over the same byte range. A retried bundle or a restriction
+// processed on another worker finds nothing to take and fetches for itself, as it would
+// without the lookahead; and the fetches ahead are queued after the current restriction's,
+// so they never hold back a part it waits for.
 
 // lookaheadDepth is how many descriptors lookaheadFn holds back. When the runner fuses it
 // with the reader (each descriptor read as it is emitted), holding one back is what lets
@@ -38,14 +38,12 @@ const lookaheadDepth = 1
 // maxAnnounced bounds the announcements a process keeps: the oldest go first.
 const maxAnnounced = 256
 
-// aheadTTL is how long bytes fetched ahead wait for their restriction once their instance
-// is idle (its last restriction ended) before they are dropped, so that an instance left
-// idle (its bundle failed, or the runner sent the restriction elsewhere) does not hold the
-// worker's memory. It runs from the end of the current restriction, not from the fetch:
-// a restriction that takes longer than the TTL (a compressed segment on a loaded worker:
-// one run with a second test process and busy loops on the two cores expired several) is
-// still followed by the one fetched for it, which would otherwise fetch those bytes again.
-// A variable so that tests can shorten it.
+// aheadTTL is how long a fetch handed over waits in the handover store for a read to take
+// it before it is dropped, so that what went to another worker process (or a bundle that
+// failed) does not hold the worker's memory. It runs from the handover, never while a read
+// or an instance fetching ahead owns the fetch: a restriction that takes longer than the
+// TTL (a compressed segment on a loaded worker) is still followed by the one fetched for
+// it. A variable so that tests can shorten it.
 var aheadTTL = 30 * time.Second
 
 // lookaheadFn announces the initial restrictions of the descriptors it passes on, holding

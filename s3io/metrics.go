@@ -31,11 +31,11 @@ import "github.com/apache/beam/sdks/v2/go/pkg/beam"
 //	range_ignored                    ranged GETs the server answered with the whole object (200):
 //	                                 read exactly, the bytes before the range received and dropped
 //	cancelled_gets                   GETs cut short because a split, a failure or the end of a read made them unneeded
-//	dropped_bytes                    bytes fetched ahead and dropped unread for the same reasons, or
-//	                                 because the restriction they were fetched for did not come next
-//	members_fetched_ahead            members whose fetch began before their restriction did, announced
-//	                                 by the step before the reader (lookahead.go), on the instance
-//	                                 that reads it or, borrowed, on another one of the same worker
+//	dropped_bytes                    bytes fetched and dropped unread: a failed object's, or what was
+//	                                 handed over (a split, a checkpoint or a bundle's end moved its
+//	                                 member) and not taken within 30 s, or evicted (handover.go)
+//	members_fetched_ahead            members whose fetch began before their restriction did, fetched
+//	                                 ahead (lookahead.go) or handed over by another read of the worker
 //	objects_failed                   objects quarantined (each a Failure)
 //	objects_failed_<reason>          the same by reason: deleted, overwritten, corrupt,
 //	                                 record_too_large, unreadable, archived

@@ -42,8 +42,11 @@ const childCommand = "run"
 type childResult struct {
 	Records, Bytes                      int64
 	PipelineSeconds, PipelineCPUSeconds float64
-	VmHWMKiB                            int64
-	Error                               string
+	// FetchedBytes is what s3io's reads and the planner's probes received (its raw_bytes and
+	// probe_bytes counters); 0 for a variant that is not s3io.
+	FetchedBytes int64
+	VmHWMKiB     int64
+	Error        string
 }
 
 // benchNamespace holds the counting DoFns' counters.
@@ -198,7 +201,9 @@ func runPipeline(ctx context.Context, p *beam.Pipeline, res *childResult) error 
 		fmt.Fprintf(os.Stderr, "prism's counters report %d records, the sinks counted %d\n", counters["records"], res.Records)
 	}
 	// s3io's own counters go to the run's log.
-	fmt.Fprintf(os.Stderr, "sink counted %d records, %d bytes; s3io counters %v\n", res.Records, res.Bytes, s3test.Counters(pr, s3io.MetricsNamespace))
+	sc := s3test.Counters(pr, s3io.MetricsNamespace)
+	res.FetchedBytes = sc["raw_bytes"] + sc["probe_bytes"]
+	fmt.Fprintf(os.Stderr, "sink counted %d records, %d bytes; s3io counters %v\n", res.Records, res.Bytes, sc)
 	if err != nil {
 		return fmt.Errorf("pipeline: %w", err)
 	}

@@ -56,7 +56,11 @@ func (c *cell) ran() bool { return len(c.ok)+len(c.failed) > 0 }
 
 // stats are a cell's medians over its successful runs, the range of its MB/s (10^6 bytes of
 // decompressed data delivered per second of wall time), and its highest peak RSS.
-type stats struct{ mbps, lo, hi, recsPerSec, wall, cpu, server, other, rssMiB, rssMaxMiB, inFlight float64 }
+type stats struct {
+	mbps, lo, hi, recsPerSec, wall, cpu, server, other, rssMiB, rssMaxMiB, inFlight float64
+	// fetched is the bytes s3io received (median), busy CPU s ÷ wall s.
+	fetched, busy float64
+}
 
 func (c *cell) stats() stats {
 	if len(c.ok) == 0 {
@@ -86,6 +90,8 @@ func (c *cell) stats() stats {
 		rssMiB:     med(func(r *runResult) float64 { return float64(r.child.VmHWMKiB) / 1024 }),
 		rssMaxMiB:  rss[len(rss)-1],
 		inFlight:   med(func(r *runResult) float64 { return float64(r.inFlight) }),
+		fetched:    med(func(r *runResult) float64 { return float64(r.child.FetchedBytes) }),
+		busy:       med(func(r *runResult) float64 { return r.cpu() / r.wall() }),
 	}
 }
 
@@ -242,10 +248,11 @@ func (b *benchRun) throughput(w *strings.Builder) {
 		"The floor emits the records every format holds from memory; its wall and CPU s are beam.Run's alone. " +
 		"Each run is a fresh child process: wall s from its start to its exit, CPU s from rusage, peak RSS its VmHWM; " +
 		"\"server CPU s\" is the S3 server's CPU time during the run (on the same cores) plus this process's (the shaping proxy), " +
-		"\"other CPU s\" every other process's.\n\n")
-	w.WriteString(row("format", "variant", "MB/s", "records/s", "records counted / expected", "check", "wall s", "CPU s", "server CPU s",
-		"other CPU s", "peak RSS MiB", "× limit", "× textio", "GETs in flight", "runs ok"))
-	w.WriteString("|---|---|---:|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---|\n")
+		"\"other CPU s\" every other process's. " +
+		"\"cores busy\" is CPU s ÷ wall s of the child (beam.Run's for the floor); \"fetched ÷ stored\" divides what s3io's reads and the planner's probes received (raw_bytes + probe_bytes) by the prefix's stored bytes.\n\n")
+	w.WriteString(row("format", "variant", "MB/s", "records/s", "records counted / expected", "check", "wall s", "CPU s", "cores busy", "server CPU s",
+		"other CPU s", "peak RSS MiB", "× limit", "× textio", "fetched ÷ stored", "GETs in flight", "runs ok"))
+	w.WriteString("|---|---|---:|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|\n")
 	for _, f := range b.opts.prefixes() {
 		limit, textio := b.cell(f, variantLoop2), b.cell(f, variantTextio)
 		if codecOf(f) != nil {
@@ -261,7 +268,7 @@ func (b *benchRun) throughput(w *strings.Builder) {
 
 func (b *benchRun) throughputRow(c, limit, textio *cell) []string {
 	if len(c.ok) == 0 {
-		return append(append([]string{c.prefix, c.variant}, slices.Repeat([]string{"—"}, 12)...), c.runsText())
+		return append(append([]string{c.prefix, c.variant}, slices.Repeat([]string{"—"}, 14)...), c.runsText())
 	}
 	s := c.stats()
 	xLimit, xTextio, inFlight := "—", "—", "—"
@@ -277,8 +284,12 @@ func (b *benchRun) throughputRow(c, limit, textio *cell) []string {
 	if s.inFlight >= 0 {
 		inFlight = fmt.Sprintf("%.0f", s.inFlight)
 	}
+	fetched := "—"
+	if s.fetched > 0 && c.want != nil && c.want.StoredBytes > 0 {
+		fetched = fmt.Sprintf("%.3f", s.fetched/float64(c.want.StoredBytes))
+	}
 	return []string{c.prefix, c.variant, fmt.Sprintf("%.0f [%.0f–%.0f]", s.mbps, s.lo, s.hi), fmt.Sprintf("%.2f M", s.recsPerSec/1e6),
-		c.countText(), c.checkText(), f2(s.wall), f2(s.cpu), f2(s.server), f2(s.other), fmt.Sprintf("%.0f", s.rssMiB), xLimit, xTextio, inFlight, c.runsText()}
+		c.countText(), c.checkText(), f2(s.wall), f2(s.cpu), f2(s.busy), f2(s.server), f2(s.other), fmt.Sprintf("%.0f", s.rssMiB), xLimit, xTextio, fetched, inFlight, c.runsText()}
 }
 
 // memory writes the single-object memory table (--big): peak RSS against an idle pipeline.
