@@ -204,8 +204,8 @@ func TestLookaheadUnderSplitsAndFailures(t *testing.T) {
 	// handed over, and d2, announced next, is fetched ahead.
 	var residual restriction
 	primary, _ := f.read(t, d1, fullRestriction(d1), 100, &residual)
-	if len(primary) != 100 {
-		t.Fatalf("primary emitted %d records after a checkpoint at 100", len(primary))
+	if len(primary) < 100 || len(primary) >= len(f.recs[d1.Members[0].Key]) {
+		t.Fatalf("primary emitted %d records after a checkpoint at 100, want the run of claims holding it, inside the first member", len(primary))
 	}
 	f.requested(t, d2.Members[0].Key)
 	// d3 comes instead of d2: what d2 fetched is handed over.

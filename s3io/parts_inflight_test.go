@@ -24,11 +24,11 @@ func settleGoroutines(t *testing.T) {
 // primary and residual together emit every record once.
 func TestCheckpointWhilePartsInFlight(t *testing.T) {
 	f := newResumeFixture(t, "parts.txt", 3000, identity, Config{PartBytes: 16 << 10, MaxRequestsInFlight: 8})
-	const k = 1000
 	var residual restriction
-	primary := f.run(t, fullRestriction(f.desc), checkpointAfter(t, k, &residual))
-	if len(primary) != k {
-		t.Fatalf("primary emitted %d records after a checkpoint at %d", len(primary), k)
+	primary := f.run(t, fullRestriction(f.desc), checkpointAfter(t, 1000, &residual))
+	k := len(primary) // the end of the run of claims holding record 1000
+	if k < 1000 || k >= 3000 {
+		t.Fatalf("primary emitted %d records after a checkpoint at 1000", k)
 	}
 	primaryGets := len(f.srv.Requests("parts.txt"))
 	rest := f.run(t, residual, nil)

@@ -253,8 +253,8 @@ func checkpointInSegment(t *testing.T, fn *reader, m Member) {
 	var residual restriction
 	k := len(all) / 2
 	primary, _ := read(fullRestriction(d), checkpointAfter(t, k, &residual))
-	if residual.Resume.Seekable || residual.Resume.Index != int64(k) {
-		t.Fatalf("%s [%d,%d): residual %+v, want a decoded resume at record %d", m.Key, m.Start, m.End, residual, k)
+	if k = len(primary); residual.Resume.Seekable || residual.Resume.Index != int64(k) || k >= len(all) {
+		t.Fatalf("%s [%d,%d): residual %+v, want a decoded resume at record %d, the end of the run of claims the checkpoint came in, inside the segment", m.Key, m.Start, m.End, residual, k)
 	}
 	forgetHandovers() // the residual resumes on its own, as on another worker
 	rest, c := read(residual, nil)
