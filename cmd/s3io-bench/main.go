@@ -23,7 +23,8 @@
 //
 // The report ends with issue 20's rows, ratios of medians measured in the one run: the
 // two-core floor per format, (beam.Run's CPU time in the floor run + the loopback loop2's
-// CPU time + the server's during it) / 2, and s3io's loopback read against it; with --shape,
+// CPU time + the server's during it) / 2, and s3io's loopback read against it, beside the
+// floor without the server's CPU time and the cores s3io kept busy; with --shape,
 // s3io shaped ÷ s3io-unshaped per format and on small/, and s3io ÷ loop32 on small/; with an
 // s3io-batches variant, its records/s against s3io's and loop2's; every s3io variant's
 // highest peak RSS. Each row has its target; a row missing a variant says which.

@@ -212,6 +212,21 @@ func (b *benchRun) issueRows() *rowsTable {
 				}
 				return text, missing
 			}))
+		// The floor without the server's CPU time: Beam's work and the loop's alone, as a
+		// reader that measures only the pipeline's process would compute it. The server's
+		// work still takes the same cores during s3io's read, so this floor is the stricter.
+		rb.add(fmt.Sprintf("s3io ÷ floor without the server, (floor CPU s + %s CPU s) / 2", loopV), na, onlyFormats(each([]string{variantFloor, loopV, s3ioV}, func(_ string, cs []*cell) string {
+			fs, ls := cs[0].stats(), cs[1].stats()
+			t := (fs.cpu + ls.cpu) / 2
+			return fmt.Sprintf("%.2f s: %.2f×", t, t/cs[2].stats().wall)
+		})))
+		rb.add(fmt.Sprintf("cores busy: %s's process, and with the server's CPU time", s3ioV), na, onlyFormats(each([]string{s3ioV}, func(_ string, cs []*cell) string {
+			s := cs[0].stats()
+			if s.server < 0 {
+				return fmt.Sprintf("%.2f", s.busy)
+			}
+			return fmt.Sprintf("%.2f, %.2f", s.busy, (s.cpu+s.server)/s.wall)
+		})))
 	}
 
 	// Shaped ÷ unshaped through the same proxy, and small/ against the 32-GET loop.

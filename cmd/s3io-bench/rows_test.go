@@ -77,6 +77,8 @@ func TestIssueRowsLoopback(t *testing.T) {
 		{"s3io on loopback (s3io)", "40 MB/s, 5.00 s", "40 MB/s, 5.00 s", "50 MB/s, 4.00 s", ""},
 		{"two-core floor = (floor CPU s + loop2 CPU s + its server's CPU s) / 2", "(6.00 + 1.50 + 0.50) / 2 = 4.00 s", "(6.00 + 3.00 + 1.00) / 2 = 5.00 s", "(6.00 + 1.00 + 0.60) / 2 = 3.80 s", ""},
 		{"s3io ÷ two-core floor (floor s ÷ s3io wall s)", "0.80× **missed**", "1.00× met", "0.95× met", "≥ 0.85 plain, ≥ 0.90 gzip and zstd"},
+		{"s3io ÷ floor without the server, (floor CPU s + loop2 CPU s) / 2", "3.75 s: 0.75×", "4.50 s: 0.90×", "3.50 s: 0.88×", ""},
+		{"cores busy: s3io's process, and with the server's CPU time", "1.80, 2.00", "1.80, 2.00", "2.25, 2.50", ""},
 		{"peak RSS of s3io, highest run", "200 MiB", "**270 MiB**", "200 MiB", "< 256 MiB"},
 	}, []string{
 		"shaped ÷ unshaped, and small objects against loop32: need --shape",
@@ -94,11 +96,15 @@ func TestIssueRowsMissing(t *testing.T) {
 		{"s3io on loopback (s3io)", "40 MB/s, 5.00 s", "—", ""},
 		{"two-core floor = (floor CPU s + loop2 CPU s + its server's CPU s) / 2", "—", "—", ""},
 		{"s3io ÷ two-core floor (floor s ÷ s3io wall s)", "—", "—", "≥ 0.85 plain, ≥ 0.90 gzip and zstd"},
+		{"s3io ÷ floor without the server, (floor CPU s + loop2 CPU s) / 2", "—", "—", ""},
+		{"cores busy: s3io's process, and with the server's CPU time", "1.80, 2.00", "—", ""},
 		{"peak RSS of s3io, highest run", "200 MiB", "—", "< 256 MiB"},
 	}, []string{
 		"s3io on loopback (s3io): no run of s3io on gzip/ succeeded",
 		"two-core floor = (floor CPU s + loop2 CPU s + its server's CPU s) / 2: loop2 not selected (--variants)",
 		"s3io ÷ two-core floor (floor s ÷ s3io wall s): loop2 not selected (--variants); no run of s3io on gzip/ succeeded",
+		"s3io ÷ floor without the server, (floor CPU s + loop2 CPU s) / 2: loop2 not selected (--variants); no run of s3io on gzip/ succeeded",
+		"cores busy: s3io's process, and with the server's CPU time: no run of s3io on gzip/ succeeded",
 		"shaped ÷ unshaped, and small objects against loop32: need --shape",
 		"peak RSS of s3io, highest run: no run of s3io on gzip/ succeeded",
 		"highest peak RSS of any s3io run: 200 MiB (s3io on plain/, round 1), under 256 MiB",
@@ -138,6 +144,8 @@ func TestIssueRowsShaped(t *testing.T) {
 		{"s3io on loopback (s3io-direct)", "100 MB/s, 2.00 s", "", ""},
 		{"two-core floor = (floor CPU s + loop2-direct CPU s + its server's CPU s) / 2", "(6.00 + 1.50 + 0.50) / 2 = 4.00 s", "", ""},
 		{"s3io ÷ two-core floor (floor s ÷ s3io-direct wall s)", "2.00× met", "", "≥ 0.85 plain, ≥ 0.90 gzip and zstd"},
+		{"s3io ÷ floor without the server, (floor CPU s + loop2-direct CPU s) / 2", "3.75 s: 1.88×", "", ""},
+		{"cores busy: s3io-direct's process, and with the server's CPU time", "4.50, 5.00", "", ""},
 		{"s3io through the proxy, unshaped (s3io-unshaped)", "100 MB/s", "100 MB/s", ""},
 		{"s3io through the proxy, shaped (s3io)", "80 MB/s", "50 MB/s", ""},
 		{"shaped ÷ unshaped", "0.80× **missed**", "0.50×", "≥ 0.90 (small/: against loop32, below)"},
@@ -182,9 +190,10 @@ func TestIssueRowsBatches(t *testing.T) {
 		{"peak RSS of s3io, highest run", "200 MiB", "< 256 MiB"},
 		{"peak RSS of s3io-batches, highest run", "**260 MiB**", "< 256 MiB"},
 	}
-	checkRows(t, &rowsTable{cols: got.cols, rows: got.rows[3:], notes: got.notes}, []string{"plain"}, want, []string{
+	checkRows(t, &rowsTable{cols: got.cols, rows: got.rows[5:], notes: got.notes}, []string{"plain"}, want, []string{
 		"two-core floor = (floor CPU s + loop2 CPU s + its server's CPU s) / 2: floor not selected (--variants)",
 		"s3io ÷ two-core floor (floor s ÷ s3io wall s): floor not selected (--variants)",
+		"s3io ÷ floor without the server, (floor CPU s + loop2 CPU s) / 2: floor not selected (--variants)",
 		"shaped ÷ unshaped, and small objects against loop32: need --shape",
 		"highest peak RSS of any s3io run: 260 MiB (s3io-batches on plain/, round 1), **not under** 256 MiB",
 	})
