@@ -752,8 +752,11 @@ func TestSelectParallelList(t *testing.T) {
 					probes++
 				}
 			}
-			if len(startAfters) < 3 || probes == 0 {
-				t.Errorf("default parallelism: %d distinct start-after values, %d delimiter probes: want several of each kind", len(startAfters), probes)
+			// How many pieces a range is cut into follows how many workers are idle when its
+			// first page arrives, which is timing (a race-detector run on a loaded machine cut
+			// once, into two): one cut and one probe show both kinds of parallel LIST.
+			if len(startAfters) < 2 || probes == 0 {
+				t.Errorf("default parallelism: %d distinct start-after values, %d delimiter probes: want at least two and one", len(startAfters), probes)
 			}
 		})
 	}
