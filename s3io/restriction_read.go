@@ -207,6 +207,16 @@ func (mr *memberRead) nextBatch() (*decode.Batch, int) {
 	return mr.frames.Next(), 0
 }
 
+// checkpointsKept is how many inflate checkpoints, every bytes of stored input apart, a gzip
+// read keeps: enough to span its decoding window, which runs ahead of the last claimed
+// record (a window's decoded bytes are at most as many stored ones), plus the one before it.
+// With four, a reader whose emitting fell behind a full window (a loaded machine) at 256 KiB
+// between checkpoints had dropped the one its split needed, and the residual decoded the
+// object again from its start.
+func checkpointsKept(every int64) int {
+	return max(4, int(decodeWindowBytes/every)+2)
+}
+
 // unitCheckpointsKept is how many unit starts a segment read in chunks keeps for hints.
 const unitCheckpointsKept = 8
 
@@ -242,7 +252,7 @@ func (fn *reader) startMember(ctx context.Context, d SplitDescriptor, m int, spa
 		mr.skipTo = span.hint.Offset
 	}
 	if !span.seekable && span.units == 0 && fn.Cfg.CheckpointBytes > 0 {
-		mr.cps = &decode.Checkpoints{Every: fn.Cfg.CheckpointBytes}
+		mr.cps = &decode.Checkpoints{Every: fn.Cfg.CheckpointBytes, Keep: checkpointsKept(fn.Cfg.CheckpointBytes)}
 		mr.dec.Checkpoints = mr.cps
 	}
 	parallel := span.units > 2*unitChunkBytes
