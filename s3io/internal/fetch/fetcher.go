@@ -101,12 +101,11 @@ const (
 
 // part is one ranged GET of an object, buffered whole.
 type part struct {
-	off   int64
-	buf   []byte
-	class int64   // the budget's count of it (its buffer may be larger: Pool.getRamp)
-	b     *Budget // the budget it is counted in; nil while its object is frozen
-	done  chan struct{}
-	err   error
+	off  int64
+	buf  []byte
+	b    *Budget // the budget it is counted in; nil while its object is frozen
+	done chan struct{}
+	err  error
 }
 
 // NewFetcher returns the scheduler of one reader's GETs, following set, their parts held in
@@ -239,10 +238,10 @@ func (f *Fetcher) issue(ctx context.Context, of *ObjectFetch) {
 		select {
 		case f.reqs <- struct{}{}:
 		case <-ctx.Done():
-			f.putBuf(buf, partClass(n))
+			f.putBuf(buf)
 			return
 		}
-		p := &part{off: of.next, done: make(chan struct{}), buf: buf, class: partClass(n), b: f.budget}
+		p := &part{off: of.next, done: make(chan struct{}), buf: buf, b: f.budget}
 		of.mu.Lock()
 		of.live = append(of.live, p)
 		of.next += n
@@ -353,12 +352,15 @@ func (f *Fetcher) getBuf(ctx context.Context, n int64, ramp bool) ([]byte, bool)
 	return b, ok
 }
 
-// putBuf returns a buffer getBuf handed out for a part of class c to the pool, and its room
-// to the budget (which took c, where the pool may have lent a larger buffer).
-func (f *Fetcher) putBuf(b []byte, c int64) {
+// putBuf returns a part's buffer to the pool and its room to the budget.
+func (f *Fetcher) putBuf(b []byte) {
 	f.pool.put(b)
-	f.budget.give(c)
+	f.budget.give(partClass(int64(len(b))))
 }
+
+// class is the room p takes in its budget: its size's class, where the pool may have lent
+// a larger buffer (Pool.getRamp).
+func (p *part) class() int64 { return partClass(int64(len(p.buf))) }
 
 // fetch reads one part into its buffer.
 func (f *Fetcher) fetch(of *ObjectFetch, p *part) {
@@ -403,9 +405,10 @@ func (of *ObjectFetch) release(p *part) {
 		of.live = slices.Delete(of.live, i, i+1)
 	}
 	of.mu.Unlock()
+	c := p.class()
 	of.fetcher().pool.put(p.buf)
 	if b != nil {
-		b.give(p.class)
+		b.give(c)
 	}
 	p.buf = nil
 }

@@ -42,7 +42,7 @@ func (of *ObjectFetch) Freeze() {
 	defer of.mu.Unlock()
 	for _, p := range of.live {
 		if p.b != nil {
-			p.b.give(p.class)
+			p.b.give(p.class())
 			p.b = nil
 		}
 	}
@@ -65,7 +65,7 @@ func (f *Fetcher) Adopt(gets *Gets, of *ObjectFetch) {
 	for _, p := range of.live {
 		if p.b == nil {
 			p.b = f.budget
-			f.budget.force(p.class)
+			f.budget.force(p.class())
 		}
 	}
 	if of.state != frozen {
