@@ -114,13 +114,7 @@ func (s *handoverStore) takeFor(a *aheadFetches, id string, wants []aheadWant) (
 			}
 		}
 	}
-	for _, h := range slices.Clone(s.list) {
-		if h.owner == a {
-			s.remove(h)
-			mine = append(mine, h)
-		}
-	}
-	return got, mine
+	return got, s.takeOwned(a)
 }
 
 // serves reports whether h can be taken for want w, named key, of a read of descriptor id.
@@ -145,9 +139,21 @@ func (h *handed) serves(key handKey, id string, w aheadWant) bool {
 func (s *handoverStore) owned(a *aheadFetches) []*handed {
 	s.Lock()
 	defer s.Unlock()
+	return s.takeOwned(a)
+}
+
+// takeOwned takes out of the store the entries a fetches ahead: a fetches ahead for no
+// announcement any more. handovers is locked.
+func (s *handoverStore) takeOwned(a *aheadFetches) []*handed {
+	a.next = nil
+	return s.takeWhere(func(h *handed) bool { return h.owner == a })
+}
+
+// takeWhere takes out of the store, in order, the entries keep reports; handovers is locked.
+func (s *handoverStore) takeWhere(keep func(*handed) bool) []*handed {
 	var out []*handed
 	for _, h := range slices.Clone(s.list) {
-		if h.owner == a {
+		if keep(h) {
 			s.remove(h)
 			out = append(out, h)
 		}
@@ -220,13 +226,7 @@ func (h *handed) drop() {
 // dropFrom drops what the store holds of fn's fetcher: fn is being torn down.
 func dropFrom(fn *reader) {
 	handovers.Lock()
-	var out []*handed
-	for _, h := range slices.Clone(handovers.list) {
-		if h.from == fn {
-			handovers.remove(h)
-			out = append(out, h)
-		}
-	}
+	out := handovers.takeWhere(func(h *handed) bool { return h.from == fn })
 	handovers.Unlock()
 	for _, h := range out {
 		h.drop()

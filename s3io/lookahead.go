@@ -128,7 +128,7 @@ type fetchKey struct {
 // current one.
 type aheadFetches struct {
 	fn  *reader
-	key string     // the handover key of the instance's reads (readersKey)
+	key string     // lookaheadKey of the instance's Config: the announcements it reads
 	cur *announced // the announcement of the restriction being read, if it was announced
 	// next, under handovers, is the announcement fetched for; nil once none is.
 	next *announced
@@ -163,9 +163,6 @@ func (a *aheadFetches) take(id string, start position, wants []aheadWant, gets f
 	for _, h := range mine {
 		handOver(h)
 	}
-	handovers.Lock()
-	a.next = nil // what it fetched ahead is taken now, or handed over
-	handovers.Unlock()
 	queued := false
 	for k := range wants {
 		w, h := &wants[k], got[k]
@@ -251,9 +248,6 @@ func (a *aheadFetches) handOverAll() {
 	for _, h := range handovers.owned(a) {
 		handOver(h)
 	}
-	handovers.Lock()
-	a.next = nil
-	handovers.Unlock()
 }
 
 // decodeFirst starts decoding the first member of the restriction fetched ahead, with

@@ -430,10 +430,7 @@ func TestReadFetchesAheadOnPrism(t *testing.T) {
 // another worker process finds it.
 func forgetHandovers() {
 	handovers.Lock()
-	list := slices.Clone(handovers.list)
-	for _, h := range list {
-		handovers.remove(h)
-	}
+	list := handovers.takeWhere(func(*handed) bool { return true })
 	handovers.Unlock()
 	for _, h := range list {
 		h.drop()

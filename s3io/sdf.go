@@ -92,11 +92,8 @@ func (fn *reader) getsFor(bucket string) *fetch.Gets {
 
 func (fn *reader) Teardown() {
 	if fn.fetcher != nil {
-		// What the store holds of this instance's fetcher goes first: dropping a decoding
-		// gives its decoders back to this instance.
-		for _, h := range handovers.owned(&fn.ahead) {
-			h.drop()
-		}
+		// What the store holds of this instance's fetcher (its fetches ahead included) goes
+		// first: dropping a decoding gives its decoders back to this instance.
 		dropFrom(fn)
 		unregisterFetcher(fn)
 		fn.fetcher.Close()
