@@ -58,7 +58,7 @@ func TestBrokenBodiesFetchedOnce(t *testing.T) {
 	for run := range handoverRuns(t) {
 		before := map[string]int64{}
 		for key := range stored {
-			before[key] = fetchedBytes(srv, key)
+			before[key] = s3test.BodyBytes(srv.Requests(key))
 			srv.SetFault(key, "", 1, faultproxy.Fault{ResetAfter: 100_000})
 		}
 		p, s := beam.NewPipelineWithRoot()
@@ -72,7 +72,7 @@ func TestBrokenBodiesFetchedOnce(t *testing.T) {
 		c := s3test.Counters(pr, s3io.MetricsNamespace)
 		var fetched int64
 		for key, n := range stored {
-			got := fetchedBytes(srv, key) - before[key]
+			got := s3test.BodyBytes(srv.Requests(key)) - before[key]
 			fetched += got
 			if got > n+n/50 {
 				t.Errorf("run %d: %s: fetched %d bytes of %d stored (%.3f×)", run, key, got, n, float64(got)/float64(n))
@@ -90,13 +90,4 @@ func TestBrokenBodiesFetchedOnce(t *testing.T) {
 			t.Errorf("run %d: fetched %d bytes of %d stored (%.3f×), want ≤ 1.02×", run, fetched, total, float64(fetched)/float64(total))
 		}
 	}
-}
-
-// fetchedBytes returns the body bytes the server sent for GETs of key.
-func fetchedBytes(srv *s3test.Server, key string) int64 {
-	var n int64
-	for _, r := range srv.Requests(key) {
-		n += r.Bytes
-	}
-	return n
 }

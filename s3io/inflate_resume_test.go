@@ -16,6 +16,7 @@ import (
 	"github.com/spate-io/beam-s3/internal/bigdata"
 	"github.com/spate-io/beam-s3/internal/clitool"
 	"github.com/spate-io/beam-s3/internal/faultproxy"
+	"github.com/spate-io/beam-s3/internal/s3test"
 	"github.com/spate-io/beam-s3/s3io/internal/decode"
 )
 
@@ -126,14 +127,10 @@ func TestResumeInsideGzipFromCheckpoint(t *testing.T) {
 		srv, n0 := f.srv, len(f.srv.Requests(f.key))
 		srv.SetFault(f.key, "", 1, faultproxy.Fault{ResetAfter: stored / 2})
 		sink, next := checkRecords(t, 0, nil)
-		var sent int64
 		if err := f.fn.process(context.Background(), f.fn.CreateTracker(fullRestriction(f.desc)), f.desc, sink, func(fl Failure) { t.Errorf("unexpected failure %v", fl) }); err != nil {
 			t.Fatal(err)
 		}
-		for _, r := range srv.Requests(f.key)[n0:] {
-			sent += r.Bytes
-		}
-		if *next != records || float64(sent) > 1.05*float64(stored) {
+		if sent := s3test.BodyBytes(srv.Requests(f.key)[n0:]); *next != records || float64(sent) > 1.05*float64(stored) {
 			t.Errorf("%d records (want %d); %d bytes sent for %d stored (want at most 1.05x)", *next, records, sent, stored)
 		}
 	})

@@ -262,6 +262,15 @@ func (s *Server) Requests(key string) []Request {
 	return out
 }
 
+// BodyBytes returns the body bytes the server wrote for reqs.
+func BodyBytes(reqs []Request) int64 {
+	var n int64
+	for _, r := range reqs {
+		n += r.Bytes
+	}
+	return n
+}
+
 // ListPages returns how many ListObjectsV2 requests the server answered.
 func (s *Server) ListPages() int {
 	s.mu.Lock()
