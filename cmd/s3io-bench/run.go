@@ -240,6 +240,14 @@ func (b *benchRun) run(ctx context.Context, j job) runResult {
 	if proxied {
 		endpoint = b.proxy.URL
 		b.proxy.SetShaping(j.variant != variantS3ioUnshaped)
+		// The last run's handlers end with its child's connections: counting from zero.
+		idleCtx, cancel := context.WithTimeout(ctx, time.Minute)
+		err := b.proxy.WaitIdle(idleCtx)
+		cancel()
+		if err != nil {
+			res.err = fmt.Sprintf("the shaping proxy still served the last run's GETs: %v", err)
+			return res
+		}
 		b.proxy.Reset()
 	}
 	cj := childJob{Variant: j.variant, Bucket: b.bucket, Prefix: j.prefix, Endpoint: endpoint, Result: name + ".json",

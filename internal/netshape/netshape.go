@@ -59,6 +59,7 @@ type Proxy struct {
 	gets     int64
 	inFlight int
 	maxIn    int
+	drained  chan struct{} // closed when inFlight falls to 0; replaced when it leaves 0
 }
 
 // New starts a proxy to upstream (http://host:port) on a free loopback port, shaping on.
@@ -126,7 +127,27 @@ func (p *Proxy) MaxInFlight() int {
 	return p.maxIn
 }
 
-// Reset zeroes the counters, between runs.
+// WaitIdle returns once no object GET is being served, or ctx's error when it ends first.
+// A client has a body whole before the handler that sent it returns, so counters read (or
+// Reset) right after the client's last GET may still see that GET in flight.
+func (p *Proxy) WaitIdle(ctx context.Context) error {
+	p.mu.Lock()
+	if p.inFlight == 0 {
+		p.mu.Unlock()
+		return nil
+	}
+	drained := p.drained
+	p.mu.Unlock()
+	select {
+	case <-drained:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// Reset zeroes the counters, between runs; a GET still in flight stays counted in
+// MaxInFlight (WaitIdle first for zeros).
 func (p *Proxy) Reset() {
 	p.requests.Store(0)
 	p.mu.Lock()
@@ -140,12 +161,17 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if bucket, key, _ := strings.Cut(strings.TrimPrefix(r.URL.Path, "/"), "/"); r.Method == http.MethodGet && bucket != "" && key != "" {
 		p.mu.Lock()
 		p.gets++
+		if p.inFlight == 0 {
+			p.drained = make(chan struct{})
+		}
 		p.inFlight++
 		p.maxIn = max(p.maxIn, p.inFlight)
 		p.mu.Unlock()
 		defer func() {
 			p.mu.Lock()
-			p.inFlight--
+			if p.inFlight--; p.inFlight == 0 {
+				close(p.drained)
+			}
 			p.mu.Unlock()
 		}()
 	}

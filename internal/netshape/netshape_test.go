@@ -138,6 +138,12 @@ func TestMaxInFlight(t *testing.T) {
 	if p.MaxInFlight() != n || p.Gets() != n || p.Requests() != n+1 {
 		t.Errorf("MaxInFlight %d, Gets %d, Requests %d; want %d, %d, %d", p.MaxInFlight(), p.Gets(), p.Requests(), n, n, n+1)
 	}
+	// The clients have their bodies; the handlers that sent them may not have returned yet.
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := p.WaitIdle(ctx); err != nil {
+		t.Fatalf("the proxy still serves a GET a minute after its clients had their answers: %v", err)
+	}
 	p.Reset()
 	if p.MaxInFlight() != 0 || p.Gets() != 0 || p.Requests() != 0 {
 		t.Errorf("after Reset: MaxInFlight %d, Gets %d, Requests %d; want zeros", p.MaxInFlight(), p.Gets(), p.Requests())
