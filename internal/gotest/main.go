@@ -12,6 +12,10 @@
 //	    skipped 1 test: prism job server not built (stat …/.cache/bin/prism: no such file or directory): go build -o .cache/bin/prism github.com/apache/beam/sdks/v2/go/cmd/prism (TestRunners/prism_job_server)
 //	tests: 1 passed, 0 failed, 1 skipped
 //
+// A test that never ended, because its test binary died while it ran (go test's -timeout, a
+// panic in another goroutine), gets no result from go test -json; gotest counts it failed and
+// prints its output, where the panic and the running tests' stacks are.
+//
 // With -v it prints go test -v's output unchanged, and the same last line. Its exit status is
 // go test's.
 package main
@@ -22,6 +26,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"os/exec"
 	"regexp"
@@ -132,6 +137,13 @@ func summarize(r io.Reader, w io.Writer, verbose bool) counts {
 				p.skipped = append(p.skipped, skip{e.Test, skipReason(out)})
 			}
 		case e.Test == "" && (e.Action == "pass" || e.Action == "fail" || e.Action == "skip"):
+			// Tests that never ended were running when the test binary died (a timeout, a
+			// panic in another goroutine, os.Exit): go test -json reports no result for them,
+			// and their output holds the panic. They count as failed, and are printed.
+			for _, name := range slices.Sorted(maps.Keys(p.tests)) {
+				n.failed++
+				p.failed = append(p.failed, unfinished(name, p.tests[name])...)
+			}
 			if !verbose {
 				printPackage(w, p, e.Action == "fail")
 			}
@@ -164,6 +176,24 @@ func printPackage(w io.Writer, p *pkgState, failed bool) {
 			return
 		}
 	}
+}
+
+// maxUnfinishedLines bounds what is printed of a test that did not finish: a timeout's
+// panic dumps every goroutine, and the first stacks (the alarm's, then the running test's)
+// tell what it waited on.
+const maxUnfinishedLines = 300
+
+// unfinished is what is printed of a test that was running when its test binary died: a
+// FAIL line saying so, then its output (the panic, when it was the one running), cut to
+// maxUnfinishedLines.
+func unfinished(name string, out []string) []string {
+	lines := []string{fmt.Sprintf("--- FAIL: %s (did not finish: the test binary exited while it ran)\n", name)}
+	out = withoutFraming(out)
+	if len(out) > maxUnfinishedLines {
+		cut := len(out) - maxUnfinishedLines
+		out = append(slices.Clip(out[:maxUnfinishedLines]), fmt.Sprintf("    … %d more lines (go test -json shows them)\n", cut))
+	}
+	return append(lines, out...)
 }
 
 // withoutFraming drops the "=== RUN"-style lines -json adds, which go test without -v
