@@ -115,7 +115,7 @@ func TestToolWrittenObjects(t *testing.T) {
 	}
 	// The failures above are exact; on prism the counter can only be bounded: prism v2.75
 	// can drop one bundle's count of a counter two bundles first report together
-	// (docs/design.md, "Counters on prism are not exact"). One race-detector CI run counted
+	// (docs/design.md, "Metrics": counters on prism are not exact). One race-detector CI run counted
 	// 12 of these 20.
 	c := s3test.Counters(pr, s3io.MetricsNamespace)
 	if got := c["objects_failed_corrupt"]; got < 1 || got > int64(len(wantFailures)) {

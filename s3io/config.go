@@ -20,7 +20,7 @@ type Compression string
 // The compression modes. Auto, the default, decides per object: by key extension first,
 // then by the object's leading magic bytes (brotli has none: by extension only), else none;
 // it also finds tar and zip archives and refuses the formats s3io does not read (README,
-// "Formats"). An explicit codec decodes every object with it.
+// "What it reads"). An explicit codec decodes every object with it.
 const (
 	CompressionAuto    Compression = "auto"
 	CompressionNone    Compression = "none"
@@ -64,7 +64,7 @@ const (
 	// batch of ~200-byte records holds ~200 KiB, the size of the framer's own batches; more
 	// only holds more memory per element. cmd/s3io-bench's s3io-batches variant at 128,
 	// 1024 and 8192 records showed no difference beyond the run-to-run noise of a shared
-	// machine (docs/performance.md, "Batches"): the read is bound elsewhere.
+	// machine (docs/performance.md, "Batches, 2026-12-01"): the read is bound elsewhere.
 	defaultBatchRecords = 1024
 	defaultBatchBytes   = 1 << 20
 	// defaultMaxDecoderWindowBytes admits what the codecs' default levels and `zstd
@@ -251,8 +251,8 @@ type Config struct {
 	// records come a request's latency after it starts; later parts are a sixteenth of its
 	// fetch budget, so that enough of them stay in flight to carry it over connections of
 	// ~90 MB/s each, or more when connections are faster (a server nearby) or requests wait
-	// long for their answer (docs/design.md, Part sizes), up to this size. At most
-	// ReadBufferBytes less the 8 MiB of decoding windows.
+	// long for their answer (docs/design.md, "Fetching ahead": part sizes), up to this
+	// size. At most ReadBufferBytes less the 8 MiB of decoding windows.
 	PartBytes int64
 	// MaxRequestsInFlight bounds one reader's concurrent GETs (default 32, at most 1024): parts of the
 	// current object and of the objects after it, started ahead of their records.
@@ -285,7 +285,7 @@ func (c Config) WithDefaults() Config {
 	c.ReadBufferBytes = cmp.Or(c.ReadBufferBytes, defaultReadBufferBytes)
 	c.WorkerBufferBytes = cmp.Or(c.WorkerBufferBytes, defaultWorkerBufferBytes)
 	// A small ReadBufferBytes bounds the default part too, so that it needs no PartBytes.
-	c.PartBytes = cmp.Or(c.PartBytes, min(defaultPartBytes, max(c.ReadBufferBytes-decodeWindows, minPartClass)))
+	c.PartBytes = cmp.Or(c.PartBytes, min(defaultPartBytes, max(c.ReadBufferBytes-decodeWindows, fetch.MinPartClass)))
 	c.MaxRequestsInFlight = cmp.Or(c.MaxRequestsInFlight, defaultMaxRequestsInFlight)
 	c.ListParallelism = cmp.Or(c.ListParallelism, defaultListParallelism)
 	return c
@@ -360,8 +360,8 @@ func (c Config) validateReading() error {
 	if c.ReadBufferBytes != 0 && c.ReadBufferBytes < minReadBufferBytes {
 		return fmt.Errorf("s3io: Config.ReadBufferBytes is %d; it must be at least %d, room for the decoding windows and one part (0 means the default, %d)", c.ReadBufferBytes, minReadBufferBytes, defaultReadBufferBytes)
 	}
-	if c.WorkerBufferBytes < 0 || c.WorkerBufferBytes > 0 && c.WorkerBufferBytes < minPartClass {
-		return fmt.Errorf("s3io: Config.WorkerBufferBytes is %d; it must be at least %d, room for one part (0 means the default, %d)", c.WorkerBufferBytes, minPartClass, defaultWorkerBufferBytes)
+	if c.WorkerBufferBytes < 0 || c.WorkerBufferBytes > 0 && c.WorkerBufferBytes < fetch.MinPartClass {
+		return fmt.Errorf("s3io: Config.WorkerBufferBytes is %d; it must be at least %d, room for one part (0 means the default, %d)", c.WorkerBufferBytes, fetch.MinPartClass, defaultWorkerBufferBytes)
 	}
 	if c.PartBytes < 0 || c.PartBytes > c.ReadBufferBytes-decodeWindows {
 		return fmt.Errorf("s3io: Config.PartBytes is %d; it must be positive and at most Config.ReadBufferBytes less %d for decoding (0 means the default, %d)", c.PartBytes, decodeWindows, defaultPartBytes)
@@ -431,9 +431,6 @@ const (
 	decodeWindows      = (decodeAhead + 1) * decodeWindowBytes
 	minReadBufferBytes = decodeWindows + 64<<10
 )
-
-// minPartClass is the smallest buffer a part takes.
-const minPartClass = 64 << 10
 
 // fetchBudget is the most a reader may hold in fetched parts.
 func (c *Config) fetchBudget() int64 { return c.ReadBufferBytes - decodeWindows }

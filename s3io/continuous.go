@@ -39,7 +39,7 @@ func init() {
 // What was read is kept in Beam state keyed by object key (the ETag, tens of bytes plus the
 // key per object), not in a worker's memory, so it survives worker restarts, scales with
 // the runner's state backend, and is restored from a checkpoint or savepoint. A refresh
-// costs one listing of the prefix (see "How planning scales" in the README): about one LIST
+// costs one listing of the prefix (docs/design.md, "How listing scales"): about one LIST
 // request per 1,000 keys, whether anything changed or not.
 //
 // Event time: each record carries its object's LastModified. The output watermark follows

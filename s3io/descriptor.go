@@ -11,7 +11,7 @@ import (
 const PackingVersion = "s3io-pack-v4"
 
 // Member is one object of a split descriptor, as the planner listed it, or one segment of a
-// large uncompressed object.
+// large object (uncompressed, or compressed in units the planner proved; see Codec).
 type Member struct {
 	Key  string
 	Size int64
@@ -19,9 +19,10 @@ type Member struct {
 	// is pinned to it with If-Match.
 	ETag string
 	// Start and End delimit a segment: the member owns the records that start at a byte
-	// offset in [Start, End). Both zero means the whole object. Only uncompressed objects
-	// framed by a self-synchronising framer (lines, ndjson) are segmented, because only
-	// there can a reader find the first record boundary after an arbitrary byte.
+	// offset in [Start, End). Both zero means the whole object. Only objects framed by a
+	// self-synchronising framer (lines, ndjson) are segmented, because only there can a
+	// reader find the first record boundary after an arbitrary byte: uncompressed ones at
+	// any byte, compressed ones at unit starts (Codec).
 	Start, End int64
 	// Codec, for a segment of a compressed object, names its compression ("gzip", "zstd",
 	// "bzip2"): such an object is cut at unit starts (gzip members, zstd frames, bzip2

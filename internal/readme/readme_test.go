@@ -428,3 +428,80 @@ func anchors(t *testing.T, file string) []string {
 	}
 	return out
 }
+
+// sectionRef is a reference in a Go comment to a section of the README or of docs/, written
+// (README, "Heading") or (docs/design.md, "Heading"); comment lines are joined first, so a
+// heading may wrap.
+var sectionRef = regexp.MustCompile(`(README|docs/[\w.-]+\.md), "([^"]+)"`)
+
+// commentJoin joins a comment's wrapped lines: a newline, the indentation and the next
+// line's "//".
+var commentJoin = regexp.MustCompile(`\n[ \t]*// ?`)
+
+// TestCommentSections checks that every (FILE, "Heading") a Go comment of the repository
+// points at is a heading of that file, and that no comment uses another way of naming a
+// section, which this test would not check.
+func TestCommentSections(t *testing.T) {
+	root := repoRoot(t)
+	headings := map[string][]string{}
+	headingsOf := func(file string) []string {
+		if h, ok := headings[file]; ok {
+			return h
+		}
+		data, err := os.ReadFile(filepath.Join(root, filepath.FromSlash(file)))
+		if err != nil {
+			t.Fatalf("a comment names %s: %v", file, err)
+		}
+		var h []string
+		fenced := false
+		for _, l := range strings.Split(string(data), "\n") {
+			if strings.HasPrefix(strings.TrimLeft(l, " "), "```") {
+				fenced = !fenced
+			}
+			if !fenced && strings.HasPrefix(l, "#") {
+				h = append(h, strings.TrimSpace(strings.TrimLeft(l, "#")))
+			}
+		}
+		headings[file] = h
+		return h
+	}
+	_, self, _, _ := runtime.Caller(0)
+	refs := 0
+	err := filepath.WalkDir(root, func(path string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() && (strings.HasPrefix(d.Name(), ".") && path != root || d.Name() == "testdata") {
+			return filepath.SkipDir
+		}
+		if d.IsDir() || !strings.HasSuffix(path, ".go") || path == self {
+			return nil // this file writes the pattern, not a reference
+		}
+		data, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(root, path)
+		text := commentJoin.ReplaceAllString(string(data), " ")
+		for _, m := range sectionRef.FindAllStringSubmatch(text, -1) {
+			refs++
+			file := m[1]
+			if file == "README" {
+				file = "README.md"
+			}
+			if !slices.Contains(headingsOf(file), m[2]) {
+				t.Errorf("%s: a comment points at %s, %q: no such heading", rel, m[1], m[2])
+			}
+		}
+		if m := regexp.MustCompile(`"[^"\n]+" (in|of) the README`).FindString(text); m != "" {
+			t.Errorf("%s: %q: write a section reference as (README, \"Heading\"), which this test checks", rel, m)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if refs == 0 {
+		t.Error("no comment points at a section: the pattern no longer matches how they are written")
+	}
+}

@@ -6,12 +6,13 @@ import (
 	"sync"
 )
 
-// minPartClass is the smallest buffer a part is read into: parts come in power-of-two size
+// MinPartClass is the smallest buffer a part is read into: parts come in power-of-two size
 // classes from here up, so that the part of a small object does not take a full part's
 // memory, and a buffer released by one part can serve any later part of its class.
-const minPartClass = 64 << 10
+const MinPartClass = 64 << 10
 
-// Pool holds the part buffers of one reader, as transfermanager's pool holds its slices:
+// Pool holds the part buffers of a worker process's readers (WorkerPool: one per
+// WorkerBufferBytes), as transfermanager's pool holds its slices:
 // it is both the bound on their memory and their free list. Every buffer counts at its
 // capacity, handed out or idle, so a reader's parts never take more than the limit, and a
 // restriction's read reuses the buffers an earlier one released instead of leaving them to
@@ -44,7 +45,7 @@ func partClass(n int64) int64 {
 	if n <= 0 {
 		return 0
 	}
-	c := int64(minPartClass)
+	c := int64(MinPartClass)
 	for c < n {
 		c *= 2
 	}

@@ -10,7 +10,7 @@ import (
 // The pool admits what fits, makes the rest wait, and lets an oversized buffer through only
 // when nothing else is held. Sizes count at their class: 64 KiB and up, in powers of two.
 func TestPoolBound(t *testing.T) {
-	const unit = minPartClass
+	const unit = MinPartClass
 	var peak atomic.Int64
 	p := NewPool(4 * unit)
 	p.observe = func(held int64) { peak.Store(max(peak.Load(), held)) }
@@ -55,7 +55,7 @@ func TestPoolBound(t *testing.T) {
 // A buffer taken back is what the next part of its class gets, and what the pool keeps
 // idle never takes it past its limit.
 func TestPoolReuse(t *testing.T) {
-	const unit = minPartClass
+	const unit = MinPartClass
 	p := NewPool(4 * unit)
 	defer p.Close()
 	ctx := context.Background()
@@ -141,7 +141,7 @@ func TestPoolReserve(t *testing.T) {
 // counts at its capacity, so what is mapped stays within the limit, and it goes back idle
 // in its own class. A part that is not a ramp part evicts the idle buffer instead.
 func TestPoolLendsRampParts(t *testing.T) {
-	const unit = minPartClass
+	const unit = MinPartClass
 	ctx := context.Background()
 	p, full := withIdle(t, 8*unit, 8*unit)
 	small, _ := p.getRamp(ctx, unit)
@@ -184,7 +184,7 @@ func TestPoolLendsRampParts(t *testing.T) {
 // Any part may be lent an idle buffer a few classes larger (parts change class as the
 // budget moves), never one much larger.
 func TestPoolLendsNearClasses(t *testing.T) {
-	const unit = minPartClass
+	const unit = MinPartClass
 	ctx := context.Background()
 	p, _ := withIdle(t, 4*unit, 4*unit)
 	if c, _ := p.get(ctx, unit); cap(c) != 4*unit {
