@@ -34,6 +34,7 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -83,7 +84,8 @@ func (p *Proxy) Lists() []ListRequest {
 }
 
 // MaxListsInFlight returns the most ListObjectsV2 requests that were being served at once
-// since the proxy started or ResetLists.
+// (from their arrival until their answer started to be written) since the proxy started or
+// ResetLists.
 func (p *Proxy) MaxListsInFlight() int {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -131,10 +133,18 @@ func (p *Proxy) serveList(w http.ResponseWriter, r *http.Request) {
 	if before != nil {
 		before(n)
 	}
-	status, rewritten := 0, false
-	defer func() {
+	// A LIST is in flight until its answer starts to be written: a client has the answer
+	// only after that, and may send its next LIST before this handler returns, so counting
+	// to the handler's end would count a sequential client's LISTs two at a time.
+	answering := sync.OnceFunc(func() {
 		p.mu.Lock()
 		p.lists.inFlight--
+		p.mu.Unlock()
+	})
+	status, rewritten := 0, false
+	defer func() {
+		answering()
+		p.mu.Lock()
 		entry.Status, entry.Rewritten, entry.End = status, rewritten, time.Now()
 		p.mu.Unlock()
 	}()
@@ -148,6 +158,7 @@ func (p *Proxy) serveList(w http.ResponseWriter, r *http.Request) {
 	resp, err := p.forward(r)
 	if err != nil {
 		status = http.StatusBadGateway
+		answering()
 		http.Error(w, err.Error(), status)
 		return
 	}
@@ -155,6 +166,7 @@ func (p *Proxy) serveList(w http.ResponseWriter, r *http.Request) {
 	body, err := io.ReadAll(resp.Body)
 	if err != nil {
 		status = http.StatusBadGateway
+		answering()
 		http.Error(w, err.Error(), status)
 		return
 	}
@@ -163,6 +175,7 @@ func (p *Proxy) serveList(w http.ResponseWriter, r *http.Request) {
 		if err != nil {
 			// A 4xx, so that the client fails at once with the reason instead of retrying.
 			status = http.StatusBadRequest
+			answering()
 			w.Header().Set("Content-Type", "application/xml")
 			w.WriteHeader(status)
 			var msg bytes.Buffer
@@ -178,6 +191,7 @@ func (p *Proxy) serveList(w http.ResponseWriter, r *http.Request) {
 	}
 	w.Header().Set("Content-Length", fmt.Sprint(len(body)))
 	status = resp.StatusCode
+	answering()
 	w.WriteHeader(status)
 	w.Write(body)
 }
