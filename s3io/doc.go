@@ -54,9 +54,9 @@
 // compressed stream, an object that ends inside a record, or a record over
 // Config.MaxRecordBytes fails its object instead. An object that cannot be read is
 // quarantined: the records it emitted stay, the rest is read on, and a Failure names it
-// with a Reason. Read, ReadAll, ReadSplits and ReadWithPositions then fail the job, after
-// everything else was read; the WithFailures variants return the Failures and let the job
-// succeed. Credential and configuration errors fail the job at once, saying what to check;
+// with a Reason. Read, ReadWithPositions, ReadAll, ReadSplits, ReadBatches and
+// ReadSplitBatches then fail the job, after everything else was read; the WithFailures
+// variants return the Failures and let the job succeed (ReadContinuously: see its doc). Credential and configuration errors fail the job at once, saying what to check;
 // a Config that does not validate panics at pipeline construction, naming the field.
 // Transient errors are retried, and a response body that breaks is resumed from its next
 // byte, with the same pin.

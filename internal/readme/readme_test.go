@@ -8,8 +8,10 @@ import (
 	"bufio"
 	"bytes"
 	"fmt"
+	"go/ast"
 	"go/parser"
 	"go/token"
+	"go/types"
 	"os"
 	"os/exec"
 	"path"
@@ -503,5 +505,100 @@ func TestCommentSections(t *testing.T) {
 	}
 	if refs == 0 {
 		t.Error("no comment points at a section: the pattern no longer matches how they are written")
+	}
+}
+
+// TestTransformLists keeps the lists of transforms in step with s3io's exported functions:
+// every function that takes a beam.Scope, and PlanDescriptors, is named in the "Which
+// transform" list of the package doc and the README's table; and the transforms said to fail
+// the job on a Failure (package doc, README's "When something fails") are exactly those
+// whose body calls failOnFailures.
+func TestTransformLists(t *testing.T) {
+	root := repoRoot(t)
+	fset := token.NewFileSet()
+	paths, err := filepath.Glob(filepath.Join(root, "s3io", "*.go"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var transforms, failing []string
+	var docText string
+	for _, path := range paths {
+		if strings.HasSuffix(path, "_test.go") {
+			continue
+		}
+		f, err := parser.ParseFile(fset, path, nil, parser.ParseComments)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if f.Doc != nil {
+			docText += f.Doc.Text()
+		}
+		for _, decl := range f.Decls {
+			fn, ok := decl.(*ast.FuncDecl)
+			if !ok || fn.Recv != nil || !fn.Name.IsExported() {
+				continue
+			}
+			params := fn.Type.Params.List
+			scoped := len(params) > 0 && types.ExprString(params[0].Type) == "beam.Scope"
+			if !scoped && fn.Name.Name != "PlanDescriptors" {
+				continue
+			}
+			transforms = append(transforms, fn.Name.Name)
+			ast.Inspect(fn.Body, func(n ast.Node) bool {
+				if c, ok := n.(*ast.CallExpr); ok {
+					if id, ok := c.Fun.(*ast.Ident); ok && id.Name == "failOnFailures" {
+						failing = append(failing, fn.Name.Name)
+					}
+				}
+				return true
+			})
+		}
+	}
+	slices.Sort(transforms)
+	slices.Sort(failing)
+	if len(transforms) < 10 || len(failing) == 0 {
+		t.Fatalf("found %d transforms, %d failing the job: the parse no longer sees them", len(transforms), len(failing))
+	}
+	readme, err := os.ReadFile(filepath.Join(root, "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	section := func(text, from, to string) string {
+		_, after, ok := strings.Cut(text, from)
+		if !ok {
+			t.Fatalf("no %q", from)
+		}
+		before, _, _ := strings.Cut(after, to)
+		return before
+	}
+	names := regexp.MustCompile(`\b(Read\w*|Plan\w*|Except)\b`)
+	listed := func(text string) []string {
+		var out []string
+		for _, n := range names.FindAllString(text, -1) {
+			if !slices.Contains(out, n) {
+				out = append(out, n)
+			}
+		}
+		slices.Sort(out)
+		return out
+	}
+	// The doc's list names a WithFailures variant as "X ... have WithFailures variants".
+	docList := section(docText, "Which transform\n", "Guarantees\n")
+	for _, tr := range transforms {
+		base := strings.TrimSuffix(tr, "WithFailures")
+		if !slices.Contains(listed(docList), tr) && !(base != tr && slices.Contains(listed(docList), base) && strings.Contains(docList, "WithFailures")) {
+			t.Errorf("the package doc's \"Which transform\" does not name %s", tr)
+		}
+		if !slices.Contains(listed(section(string(readme), "## Which transform", "\n## ")), tr) {
+			t.Errorf("the README's \"Which transform\" does not name %s", tr)
+		}
+	}
+	for where, text := range map[string]string{
+		"the package doc": section(docText, "with a Reason.", "then fail the job"),
+		"the README":      section(string(readme), "**Fail by default.**", "then fail the job"),
+	} {
+		if got := listed(text); !slices.Equal(got, failing) {
+			t.Errorf("%s says %v fail the job on a Failure; the transforms calling failOnFailures are %v", where, got, failing)
+		}
 	}
 }
