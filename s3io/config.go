@@ -108,6 +108,8 @@ const (
 //
 // Zero values mean defaults; Validate reports a field that cannot work, naming it.
 type Config struct {
+	// What to read.
+
 	// Bucket is the S3 bucket to read (required; S3 bucket naming rules).
 	Bucket string
 	// Prefix selects the keys to read; empty reads the whole bucket.
@@ -132,10 +134,9 @@ type Config struct {
 	// a Failure with reason "archived", without a request, so Read fails after reading
 	// everything else, naming them.
 	SkipArchived bool
-	// ListParallelism is how many LIST requests the planner keeps in flight (default 16;
-	// 1 lists sequentially; at most 256). The plan, descriptors and IDs are the same whatever
-	// it is.
-	ListParallelism int
+
+	// Where it is, and how to ask.
+
 	// Region is the bucket's AWS region. Empty takes the region from the worker's AWS
 	// configuration (AWS_REGION, profile), or "us-east-1" when Endpoint is set.
 	Region string
@@ -145,6 +146,34 @@ type Config struct {
 	// UsePathStyle addresses the bucket as https://endpoint/bucket instead of
 	// https://bucket.endpoint, as most S3-compatible servers need.
 	UsePathStyle bool
+	// ExpectedBucketOwner, when set, is a 12-digit AWS account ID sent with every request:
+	// S3 refuses it with 403 if the bucket belongs to another account, so a typo or a
+	// hijacked name cannot feed the job someone else's data.
+	ExpectedBucketOwner string
+	// RequesterPays acknowledges that the job's account pays for requests and transfer on a
+	// requester-pays bucket (S3 refuses requests without it).
+	RequesterPays bool
+	// MaxAttempts bounds the attempts at one request, and separately the ranged GETs that
+	// resume one object's broken or stalled bodies (default 8, 1 to 100). 5xx answers, 503
+	// SlowDown, timeouts and dropped connections are retried with jittered exponential
+	// backoff capped at 5 s; an object still unreadable after that is quarantined as
+	// "unreadable".
+	MaxAttempts int
+	// ReadTimeout is how long a GET may wait for response headers, or a body for its next
+	// bytes, before the attempt is abandoned and retried (default 1 minute).
+	ReadTimeout time.Duration
+	// MaxRequestsPerSecond caps the requests (every attempt, LIST and GET) one worker
+	// process sends (0, the default: no cap), for prefixes whose request rate must stay
+	// under S3's per-prefix limits. 503 SlowDown answers slow the worker down in any case.
+	MaxRequestsPerSecond float64
+	// VerifyChecksums asks S3 for the object's stored checksum on every GET and validates
+	// the body against it. Off by default: reads are already pinned to the planned ETag and
+	// the validation costs more CPU than gzip decoding. S3's checksums cover whole objects,
+	// so an object larger than PartBytes is then read with one streamed GET, not in parts.
+	VerifyChecksums bool
+
+	// How bytes become records.
+
 	// Framer names the registered RecordFramer that cuts decompressed bytes into records:
 	// "lines" (default; LF-terminated, one CR before the LF dropped), "ndjson" (lines
 	// without blank ones), "u32be" (4-byte big-endian length prefixes), "csv" (RFC 4180
@@ -157,113 +186,87 @@ type Config struct {
 	// Compression is CompressionAuto (default), CompressionNone (the stored bytes are the
 	// records) or one codec for every object.
 	Compression Compression
+	// SkipHeaderRecords drops the first records of every object, and of every entry of an
+	// archive (a CSV header: 1), before they are numbered; counted in headers_skipped.
+	SkipHeaderRecords int
+	// MaxRecordBytes bounds one record (default 16 MiB, at most 1 GiB). A longer record
+	// fails its object instead of growing memory without bound.
+	MaxRecordBytes int
 	// MaxDecoderWindowBytes is the largest window any decoder may allocate for one object
 	// (zstd, xz, brotli; default 128 MiB, at most 2 GiB). A stream asking for more fails
 	// its object as "unsupported", naming the window it asks for: `zstd --long=28` and up
 	// write such frames. Each object being decoded may hold one window.
 	MaxDecoderWindowBytes int64
-	// CheckpointBytes is how many stored bytes of a gzip object a reader inflates between two
-	// inflate checkpoints (default 4 MiB; -1 keeps none). A split, checkpoint or retry
+	// CheckpointBytes is how many stored bytes of a gzip object a reader inflates between
+	// two inflate checkpoints (default 4 MiB; -1 keeps none). A split, checkpoint or retry
 	// inside a gzip object resumes at the checkpoint before its first record, with a ranged
-	// GET there, instead of decoding the object again from its first byte: it decodes again
-	// at most about two intervals (~40 MiB of logs at the default). A checkpoint costs a
-	// copy of the 32 KiB window; the reads keep the last four, and a resume hint carries
-	// one (~4-10 KiB deflated). Keeping them costs ~5% of gzip decoding throughput.
+	// GET there, instead of decoding the object again from its first byte; keeping them
+	// costs ~5 % of gzip decoding throughput (docs/design.md, "Inflate checkpoints").
 	CheckpointBytes int64
-	// SkipHeaderRecords drops the first records of every object, and of every entry of an
-	// archive (a CSV header: 1), before they are numbered; counted in headers_skipped.
-	SkipHeaderRecords int
-	// SplitTargetBytes is the mean stored size of a split descriptor (default 64 MiB). The
-	// planner cuts descriptors at content-defined points so that replans keep their IDs:
-	// a descriptor of several objects holds at least about SplitTargetBytes/e of them,
-	// unless a bound cut it, and never more than 4×SplitTargetBytes; an object over that
-	// bound gets a descriptor of its own, and a large uncompressed object is cut into
-	// segments of at most SplitTargetBytes. A larger gzip, zstd or bzip2 object made of units is cut
-	// at unit starts: into segments of about SplitTargetBytes when its units are far apart
-	// (concatenated members, pzstd's frames: each cut costs the planner the bytes up to the
-	// next unit), else of a quarter of it, at most 4 MiB stored (BGZF, the seekable format),
-	// consecutive segments sharing descriptors four at a time. A reader decodes a segment's
-	// units in chunks of about 1 MiB stored on two more goroutines, so either keeps two cores
-	// decoding.
+
+	// How the plan is cut.
+
+	// ListParallelism is how many LIST requests the planner keeps in flight (default 16;
+	// 1 lists sequentially; at most 256). The plan, descriptors and IDs are the same whatever
+	// it is.
+	ListParallelism int
+	// SplitTargetBytes is the mean stored size of a split descriptor (default 64 MiB). A
+	// descriptor of several objects holds at least about SplitTargetBytes/e of them and
+	// never more than 4×SplitTargetBytes, cut at content-defined points so that a replan
+	// keeps its IDs (docs/design.md, "Stable split boundaries"); an object over that bound
+	// gets a descriptor of its own. An object larger than SplitTargetBytes is read in
+	// segments of about this size or less where it can be: an uncompressed one framed by
+	// lines or ndjson, and a gzip, zstd or bzip2 one made of independent units, cut at unit
+	// starts (docs/design.md, "Segments of compressed objects"); others stay whole.
 	SplitTargetBytes int64
-	// MaxSplitMembers bounds the objects in one descriptor (default 1024, at most 2^20), which bounds the
-	// size of a descriptor and of its restriction whatever the object sizes. Descriptors of
-	// many tiny objects hold about half of it on average.
+	// MaxSplitMembers bounds the objects in one descriptor (default 1024, at most 2^20),
+	// which bounds the size of a descriptor and of its restriction whatever the object
+	// sizes. Descriptors of many tiny objects hold about half of it on average.
 	MaxSplitMembers int
 	// InitialSplitBytes is the weight above which a descriptor's restriction is cut at
 	// member boundaries before reading (default SplitTargetBytes: no cut). Runners that
 	// split dynamically (prism, Dataflow) balance on their own; on Flink, which does not, a
-	// smaller value lets the members of one descriptor be read in parallel. Every
-	// restriction's read begins with one request's latency, which nothing can overlap when a
-	// runner reads restrictions one after another (prism): smaller restrictions cost more.
+	// smaller value lets the members of one descriptor be read in parallel. Smaller
+	// restrictions cost more where a runner reads them one after another (prism): each
+	// begins with one request's latency.
 	InitialSplitBytes int64
-	// MaxRecordBytes bounds one record (default 16 MiB, at most 1 GiB). A longer record fails its object
-	// instead of growing memory without bound.
-	MaxRecordBytes int
-	// BatchRecords and BatchBytes bound the batches ReadBatches and ReadSplitBatches emit:
-	// at most BatchRecords records (default 1024) and at most BatchBytes bytes of them
-	// (default 1 MiB, at most 1 GiB), whichever is reached first; a record longer than BatchBytes is a
-	// batch of its own. Batches that large make Beam's per-element cost negligible per
-	// record; larger ones only hold more memory per element. Read and ReadWithPositions
-	// ignore them.
+
+	// Batches (ReadBatches and ReadSplitBatches; Read and ReadWithPositions ignore them).
+
+	// BatchRecords and BatchBytes bound a batch: at most BatchRecords records (default
+	// 1024) and at most BatchBytes bytes of them (default 1 MiB, at most 1 GiB), whichever
+	// is reached first; a record longer than BatchBytes is a batch of its own. Batches that
+	// large make Beam's per-element cost negligible per record; larger ones only hold more
+	// memory per element.
 	BatchRecords int
 	BatchBytes   int
-	// VerifyChecksums asks S3 for the object's stored checksum on every GET and validates
-	// the body against it. Off by default: reads are already pinned to the planned ETag and
-	// the validation costs more CPU than gzip decoding. S3's checksums cover whole objects,
-	// so an object larger than PartBytes is then read with one streamed GET, not in parts.
-	VerifyChecksums bool
 
-	// MaxAttempts bounds the attempts at one request (5xx, 503 SlowDown, timeouts, dropped
-	// connections are retried with jittered exponential backoff capped at 5 s) and,
-	// separately, the ranged GETs that resume one object's broken or stalled bodies, which
-	// wait by the same policy (default 8, at most 100). An
-	// object still unreadable after that is quarantined as "unreadable".
-	MaxAttempts int
-	// ReadTimeout is how long a GET may wait for response headers, or a body for its next
-	// bytes, before the attempt is abandoned and retried (default 1 minute).
-	ReadTimeout time.Duration
-	// ExpectedBucketOwner, when set, is a 12-digit AWS account ID sent with every request: S3 refuses it with 403 if
-	// the bucket belongs to another account, so a typo or a hijacked name cannot feed the
-	// job someone else's data.
-	ExpectedBucketOwner string
+	// Memory and requests in flight. How a reader moves within these bounds is in
+	// docs/design.md, "Fetching ahead".
+
 	// ReadBufferBytes bounds the bytes one reader holds ahead of what it emits (default
-	// 136 MiB): parts fetched and not yet decoded (each counted at its size rounded up to a
-	// power of two), plus up to 4 MiB of decoded records for each of the two objects being
-	// decoded at a time (so at least 8 MiB + 64 KiB). It is a limit, not what a reader
-	// takes: the bytes it fetches ahead start at 32 MiB and follow the bandwidth-delay
-	// product, growing while the decoder waits on the network and shrinking while it waits
-	// on the emitter, within this bound and within WorkerBufferBytes. A slow decoder
-	// (bzip2, xz, brotli) may hold more decoded records ahead in the part budget its object
-	// leaves unused, within the same bounds (README, "What it reads").
+	// 136 MiB, at least 8 MiB + 64 KiB): parts fetched and not yet decoded, each counted at
+	// its size rounded up to a power of two, and up to 4 MiB of decoded records for each of
+	// the two objects being decoded at a time. It is a bound, not what a reader takes: what
+	// it fetches ahead follows the bandwidth-delay product within it and within
+	// WorkerBufferBytes.
 	ReadBufferBytes int64
 	// WorkerBufferBytes caps the fetched parts of all the readers of one worker process
-	// together (default 48 MiB): a runner runs a reader per bundle thread, and their
-	// budgets share this cap. The default reads through a 30 ms, 90 MB/s-per-connection
-	// network as fast as without it and keeps a two-core worker under 256 MiB of resident
-	// memory (64 MiB reached 257 MiB on zstd; docs/performance.md). The readers also share
-	// the buffers: what one frees, the next reuses.
+	// together (default 48 MiB, at least 64 KiB); a runner runs a reader per bundle thread.
+	// The default keeps a two-core worker under 256 MiB of resident memory. It is what
+	// bounds an uncompressed read through a 30 ms, 90 MB/s-per-connection network: 0.84–0.86
+	// of the same read without the shaping, on two cores; 96 MiB reached 0.92 at 244 MiB
+	// resident (docs/performance.md, "Cores busy, and which two-core floor, 2026-12-04").
 	WorkerBufferBytes int64
-	// PartBytes bounds the ranged GETs that read an object (default 8 MiB, as AWS advises, or
-	// ReadBufferBytes less 8 MiB if that is less):
-	// a large object is read as several parts in flight, a small one in one GET. A reader's
-	// first parts after it was idle are small (256 KiB, then 1 MiB) so that its first
-	// records come a request's latency after it starts; later parts are a sixteenth of its
-	// fetch budget, so that enough of them stay in flight to carry it over connections of
-	// ~90 MB/s each, or more when connections are faster (a server nearby) or requests wait
-	// long for their answer (docs/design.md, "Fetching ahead": part sizes), up to this
-	// size. At most ReadBufferBytes less the 8 MiB of decoding windows.
+	// PartBytes bounds the ranged GETs that read an object (default 8 MiB, as AWS advises,
+	// or ReadBufferBytes less 8 MiB if that is less): a large object is read as several
+	// parts in flight, a small one in one GET. Parts are smaller while a reader starts, or
+	// while its budget is small (docs/design.md, "Fetching ahead").
 	PartBytes int64
-	// MaxRequestsInFlight bounds one reader's concurrent GETs (default 32, at most 1024): parts of the
-	// current object and of the objects after it, started ahead of their records.
+	// MaxRequestsInFlight bounds one reader's concurrent GETs (default 32, at most 1024):
+	// parts of the current object and of the objects after it, started ahead of their
+	// records.
 	MaxRequestsInFlight int
-	// MaxRequestsPerSecond caps the requests (every attempt, LIST and GET) one worker
-	// process sends (0, the default: no cap), for prefixes whose request rate must stay
-	// under S3's per-prefix limits. 503 SlowDown answers slow the worker down in any case.
-	MaxRequestsPerSecond float64
-	// RequesterPays acknowledges that the job's account pays for requests and transfer on a
-	// requester-pays bucket (S3 refuses requests without it).
-	RequesterPays bool
 }
 
 // WithDefaults returns c with every zero-valued field replaced by its default, as the
