@@ -434,14 +434,14 @@ func anchors(t *testing.T, file string) []string {
 // sectionRef is a reference in a Go comment to a section of the README or of docs/, written
 // (README, "Heading") or (docs/design.md, "Heading"); comment lines are joined first, so a
 // heading may wrap.
-var sectionRef = regexp.MustCompile(`(README|docs/[\w.-]+\.md), "([^"]+)"`)
+var sectionRef = regexp.MustCompile(`(README|docs/[\w.-]+\.md|design\.md|performance\.md), "([^"]+)"`)
 
 // commentJoin joins a comment's wrapped lines: a newline, the indentation and the next
 // line's "//".
 var commentJoin = regexp.MustCompile(`\n[ \t]*// ?`)
 
-// TestCommentSections checks that every (FILE, "Heading") a Go comment of the repository
-// points at is a heading of that file, and that no comment uses another way of naming a
+// TestCommentSections checks that every (FILE, "Heading") a Go comment or a Markdown page of
+// the repository points at is a heading of that file, and that no comment uses another way of naming a
 // section, which this test would not check.
 func TestCommentSections(t *testing.T) {
 	root := repoRoot(t)
@@ -476,7 +476,8 @@ func TestCommentSections(t *testing.T) {
 		if d.IsDir() && (strings.HasPrefix(d.Name(), ".") && path != root || d.Name() == "testdata") {
 			return filepath.SkipDir
 		}
-		if d.IsDir() || !strings.HasSuffix(path, ".go") || path == self {
+		md := strings.HasSuffix(path, ".md") && !strings.Contains(path, string(filepath.Separator)+"testdata")
+		if d.IsDir() || !strings.HasSuffix(path, ".go") && !md || path == self {
 			return nil // this file writes the pattern, not a reference
 		}
 		data, err := os.ReadFile(path)
@@ -485,11 +486,18 @@ func TestCommentSections(t *testing.T) {
 		}
 		rel, _ := filepath.Rel(root, path)
 		text := commentJoin.ReplaceAllString(string(data), " ")
+		if md {
+			// A Markdown page wraps its references too; it names itself by its path.
+			text = strings.ReplaceAll(strings.ReplaceAll(text, "\n  ", " "), "\n", " ")
+		}
 		for _, m := range sectionRef.FindAllStringSubmatch(text, -1) {
 			refs++
 			file := m[1]
 			if file == "README" {
 				file = "README.md"
+			}
+			if md && !strings.Contains(file, "/") && filepath.Dir(rel) == "docs" {
+				file = "docs/" + file // a docs page naming its sibling
 			}
 			if !slices.Contains(headingsOf(file), m[2]) {
 				t.Errorf("%s: a comment points at %s, %q: no such heading", rel, m[1], m[2])
