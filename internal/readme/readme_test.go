@@ -396,21 +396,9 @@ func TestLinks(t *testing.T) {
 // after a repeated one. Code blocks are skipped.
 func anchors(t *testing.T, file string) []string {
 	t.Helper()
-	data, err := os.ReadFile(file)
-	if err != nil {
-		t.Fatal(err)
-	}
 	var out []string
 	seen := map[string]int{}
-	fenced := false
-	for _, l := range strings.Split(string(data), "\n") {
-		if strings.HasPrefix(strings.TrimLeft(l, " "), "```") {
-			fenced = !fenced
-		}
-		if fenced || !strings.HasPrefix(l, "#") {
-			continue
-		}
-		heading := strings.TrimSpace(strings.TrimLeft(l, "#"))
+	for _, heading := range headings(t, file) {
 		var b strings.Builder
 		for _, r := range strings.ToLower(heading) {
 			switch {
@@ -431,10 +419,34 @@ func anchors(t *testing.T, file string) []string {
 	return out
 }
 
+// headings returns the text of each heading of a Markdown file, in order; code blocks are
+// skipped.
+func headings(t *testing.T, file string) []string {
+	t.Helper()
+	data, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	fenced := false
+	for _, l := range strings.Split(string(data), "\n") {
+		if strings.HasPrefix(strings.TrimLeft(l, " "), "```") {
+			fenced = !fenced
+		}
+		if !fenced && strings.HasPrefix(l, "#") {
+			out = append(out, strings.TrimSpace(strings.TrimLeft(l, "#")))
+		}
+	}
+	return out
+}
+
 // sectionRef is a reference in a Go comment to a section of the README or of docs/, written
 // (README, "Heading") or (docs/design.md, "Heading"); comment lines are joined first, so a
 // heading may wrap.
 var sectionRef = regexp.MustCompile(`(README|docs/[\w.-]+\.md|design\.md|performance\.md), "([^"]+)"`)
+
+// looseSectionRef is a section named another way, which TestCommentSections would not check.
+var looseSectionRef = regexp.MustCompile(`"[^"\n]+" (in|of) the README`)
 
 // commentJoin joins a comment's wrapped lines: a newline, the indentation and the next
 // line's "//".
@@ -445,27 +457,12 @@ var commentJoin = regexp.MustCompile(`\n[ \t]*// ?`)
 // section, which this test would not check.
 func TestCommentSections(t *testing.T) {
 	root := repoRoot(t)
-	headings := map[string][]string{}
+	cache := map[string][]string{}
 	headingsOf := func(file string) []string {
-		if h, ok := headings[file]; ok {
-			return h
+		if _, ok := cache[file]; !ok {
+			cache[file] = headings(t, filepath.Join(root, filepath.FromSlash(file)))
 		}
-		data, err := os.ReadFile(filepath.Join(root, filepath.FromSlash(file)))
-		if err != nil {
-			t.Fatalf("a comment names %s: %v", file, err)
-		}
-		var h []string
-		fenced := false
-		for _, l := range strings.Split(string(data), "\n") {
-			if strings.HasPrefix(strings.TrimLeft(l, " "), "```") {
-				fenced = !fenced
-			}
-			if !fenced && strings.HasPrefix(l, "#") {
-				h = append(h, strings.TrimSpace(strings.TrimLeft(l, "#")))
-			}
-		}
-		headings[file] = h
-		return h
+		return cache[file]
 	}
 	_, self, _, _ := runtime.Caller(0)
 	refs := 0
@@ -503,7 +500,7 @@ func TestCommentSections(t *testing.T) {
 				t.Errorf("%s: a comment points at %s, %q: no such heading", rel, m[1], m[2])
 			}
 		}
-		if m := regexp.MustCompile(`"[^"\n]+" (in|of) the README`).FindString(text); m != "" {
+		if m := looseSectionRef.FindString(text); m != "" {
 			t.Errorf("%s: %q: write a section reference as (README, \"Heading\"), which this test checks", rel, m)
 		}
 		return nil
