@@ -253,10 +253,10 @@ type Config struct {
 	ReadBufferBytes int64
 	// WorkerBufferBytes caps the fetched parts of all the readers of one worker process
 	// together (default 48 MiB, at least 64 KiB); a runner runs a reader per bundle thread.
-	// The default keeps a two-core worker under 256 MiB of resident memory. It is what
-	// bounds an uncompressed read through a 30 ms, 90 MB/s-per-connection network: 0.84–0.86
-	// of the same read without the shaping, on two cores; 96 MiB reached 0.92 at 244 MiB
-	// resident (docs/performance.md, "Cores busy, and which two-core floor, 2026-12-04").
+	// The default keeps a two-core worker under 256 MiB of resident memory; it is also what
+	// bounds an uncompressed read through a network of S3's latency, where a larger cap
+	// reads faster for more memory (docs/performance.md, "Cores busy, and which two-core
+	// floor, 2026-12-04").
 	WorkerBufferBytes int64
 	// PartBytes bounds the ranged GETs that read an object (default 8 MiB, as AWS advises,
 	// or ReadBufferBytes less 8 MiB if that is less): a large object is read as several
