@@ -7,7 +7,11 @@ import (
 )
 
 // A Budget is one reader's share of the worker's part Pool: the bytes its fetched parts,
-// and the decoded records a slow decoder holds on credit, may take. Its limit follows the
+// and the decoded records a slow decoder holds on credit, may take. A part takes its room
+// when its answer arrives, not when it is requested: a request waits tens of milliseconds
+// for its first byte, and a buffer held through that wait is memory that holds nothing, so
+// parts are requested while they are promised room (up to as many bytes again as the
+// limit) and admitted into it, in request order, once their bytes are about to flow. Its limit follows the
 // bandwidth-delay product instead of a fixed guess: it grows while the reader waits for
 // parts that the budget kept from being requested (the decoder waits on the network), and
 // shrinks while every part is ready before the reader wants it (the decoder waits on the
@@ -17,15 +21,18 @@ type Budget struct {
 	pool *Pool
 
 	mu       sync.Mutex
-	held     int64 // part classes handed out plus bytes reserved
+	held     int64 // part classes admitted plus bytes reserved
+	promised int64 // part classes requested and not yet admitted
 	limit    int64
 	min, max int64
 	// demand is room a Reserve asked for and did not get: parts leave it free, so that
 	// what parts release goes to the borrower instead of to the next part.
 	demand  int64
-	blocked bool // the scheduler waited for room since the limit last grew
+	blocked bool // the scheduler or a part waited for room since the limit last grew
 	ready   int  // parts in a row that were ready when the reader took them
-	freed   chan struct{}
+	// freed is closed, and replaced, whenever room is freed: the scheduler and the part
+	// whose turn it is to be admitted may both be waiting.
+	freed chan struct{}
 
 	// observe, when set (by tests), is told the bytes held and the limit after every change.
 	observe func(held, limit int64)
@@ -43,7 +50,7 @@ const (
 // NewBudget returns a share of pool starting at initial bytes, moving between lo and hi.
 func NewBudget(pool *Pool, initial, lo, hi int64) *Budget {
 	lo = min(lo, hi)
-	return &Budget{pool: pool, limit: min(max(initial, lo), hi), min: lo, max: hi, freed: make(chan struct{}, 1)}
+	return &Budget{pool: pool, limit: min(max(initial, lo), hi), min: lo, max: hi, freed: make(chan struct{})}
 }
 
 // Limit returns the bytes the budget currently admits.
@@ -53,7 +60,7 @@ func (b *Budget) Limit() int64 {
 	return b.limit
 }
 
-// Held returns the bytes handed out.
+// Held returns the bytes admitted or reserved.
 func (b *Budget) Held() int64 {
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -66,44 +73,87 @@ func (b *Budget) notify() {
 	}
 }
 
+// signal wakes whoever waits for room. b.mu is held.
 func (b *Budget) signal() {
-	select {
-	case b.freed <- struct{}{}:
-	default:
-	}
+	close(b.freed)
+	b.freed = make(chan struct{})
 }
 
-// take waits until c bytes fit the limit (or nothing is held, so that one part larger than
-// the limit cannot stall the read) and counts them held; it reports false if ctx ends first.
-func (b *Budget) take(ctx context.Context, c int64) bool {
+// promise waits until a part of class c may be requested: what is admitted and promised,
+// with c, fits the limit and as many bytes again for parts waiting for their answer (or
+// nothing is admitted or promised, so that one part larger than the limit cannot stall the
+// read); it counts c promised and reports false if ctx ends first.
+func (b *Budget) promise(ctx context.Context, c int64) bool {
 	for {
 		b.mu.Lock()
-		if b.held+c+b.demand <= b.limit || b.held == 0 {
-			b.held += c
-			b.notify()
+		if b.held+b.promised+c+b.demand <= 2*b.limit || b.held+b.promised == 0 {
+			b.promised += c
 			b.mu.Unlock()
 			return true
 		}
 		b.blocked = true
+		freed := b.freed
 		b.mu.Unlock()
 		select {
-		case <-b.freed:
+		case <-freed:
 		case <-ctx.Done():
 			return false
 		}
 	}
 }
 
-// force counts c bytes held without waiting for room: bytes already held elsewhere that
-// this budget takes over (Fetcher.Adopt).
-func (b *Budget) force(c int64) {
+// admit moves c promised bytes to held if they fit the limit (or nothing is held), and
+// otherwise returns the channel that is closed when room is next freed.
+func (b *Budget) admit(c int64) (bool, <-chan struct{}) {
 	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.held+c+b.demand <= b.limit || b.held == 0 {
+		b.promised -= c
+		b.held += c
+		b.notify()
+		return true, nil
+	}
+	b.blocked = true
+	return false, b.freed
+}
+
+// unpromise gives back c promised bytes of a part that will not be admitted.
+func (b *Budget) unpromise(c int64) {
+	b.mu.Lock()
+	b.promised -= c
+	if b.promised < 0 {
+		b.mu.Unlock()
+		panic(errors.New("s3io: read budget took back more than it promised"))
+	}
+	b.signal()
+	b.mu.Unlock()
+}
+
+// force counts c bytes held, or promised, without waiting for room: bytes (or requests)
+// already held elsewhere that this budget takes over (Fetcher.Adopt).
+func (b *Budget) force(c int64, promised bool) {
+	b.mu.Lock()
+	if promised {
+		b.promised += c
+	} else {
+		b.held += c
+	}
+	b.notify()
+	b.mu.Unlock()
+}
+
+// forceAdmit moves c promised bytes to held without waiting for room: a part of an adopted
+// object, requested by another fetcher in that fetcher's order, which this budget's own
+// parts must not keep waiting.
+func (b *Budget) forceAdmit(c int64) {
+	b.mu.Lock()
+	b.promised -= c
 	b.held += c
 	b.notify()
 	b.mu.Unlock()
 }
 
-// give returns c bytes take or force counted.
+// give returns c bytes admit, force or forceAdmit counted held.
 func (b *Budget) give(c int64) {
 	b.mu.Lock()
 	b.held -= c
@@ -112,8 +162,8 @@ func (b *Budget) give(c int64) {
 		panic(errors.New("s3io: read budget took back more than it handed out"))
 	}
 	b.notify()
-	b.mu.Unlock()
 	b.signal()
+	b.mu.Unlock()
 }
 
 // partRead is told, for each part a reader takes, whether it had to wait for it.
@@ -135,7 +185,6 @@ func (b *Budget) partRead(waited bool) {
 		// in flight would have had it here sooner.
 		b.blocked = false
 		b.grow()
-		b.signal()
 	}
 }
 
@@ -143,6 +192,7 @@ func (b *Budget) partRead(waited bool) {
 func (b *Budget) grow() {
 	b.limit = min(b.max, b.limit+max(b.limit/growDiv, 1))
 	b.notify()
+	b.signal()
 }
 
 // Reserve takes n bytes of the budget, and of the pool, for something other than a part

@@ -67,6 +67,9 @@ func budgetRun(t *testing.T, fx *fixture, initial, lo, hi, poolLimit int64, paus
 	if h := b.Held(); h != 0 {
 		t.Errorf("%d bytes still held by the budget after the read", h)
 	}
+	if p := b.promised; p != 0 {
+		t.Errorf("%d bytes still promised by the budget after the read", p)
+	}
 	pool.Close()
 	settleGoroutines(t)
 	return b.Limit(), lowLimit.Load(), peakBudget.Load(), peakPool.Load()

@@ -19,9 +19,9 @@ import (
 // One fetcher serves a reader for its lifetime, across restrictions, so that the objects of
 // the next restriction can be queued (and fetched) before it starts.
 //
-// Parts are issued in object and offset order, so the budget can never deadlock: the part
-// the reader of the current object waits for was always issued before any part held by a
-// later object.
+// Parts are issued, and admitted into the budget once their answers arrive, in object and
+// offset order, so the budget can never deadlock: the part the reader of the current object
+// waits for was always admitted before any part held by a later object.
 type Fetcher struct {
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -34,7 +34,10 @@ type Fetcher struct {
 	queue   []*ObjectFetch // objects with parts left to issue, in order
 	running bool           // a scheduler goroutine is walking the queue
 	wg      sync.WaitGroup
-	issued  int  // parts issued since the fetcher was last idle (scheduler only)
+	issued  int // parts issued since the fetcher was last idle (scheduler only)
+	// turn is closed when every part issued so far has been admitted or abandoned: the
+	// next part issued is admitted after it (scheduler only).
+	turn    chan struct{}
 	wasIdle bool // the queue ran dry: the next object starts with small parts (under mu)
 	// rate is what one connection delivered lately, in bytes per second from a part's
 	// first byte to its last (a moving average over parts; 0 before the first). The
@@ -99,14 +102,37 @@ const (
 	finished                   // every part issued, or the object dropped: parts closed
 )
 
-// part is one ranged GET of an object, buffered whole.
+// part is one ranged GET of an object, buffered whole. It is promised room in its budget
+// when it is requested, and admitted into it (given its buffer) when its answer arrives.
 type part struct {
 	off  int64
-	buf  []byte
-	b    *Budget // the budget it is counted in; nil while its object is frozen
+	n    int64 // bytes requested
+	ramp bool  // a ramp part, which may be lent a larger buffer (Pool.getRamp)
+	// issuer is the budget of the fetcher that issued it, whose order it is admitted in;
+	// a part counted in another budget (its object adopted) is admitted without waiting
+	// for room there.
+	issuer *Budget
+	// turn is closed when the parts issued before it were admitted or abandoned; the
+	// part closes passTurn when it has been.
+	turn, passTurn chan struct{}
+
+	// Under its object's mu:
+	b     *Budget // the budget it is counted in; nil while its object is frozen
+	stage partStage
+	buf   []byte // its buffer, once admitted
+
 	done chan struct{}
 	err  error
 }
+
+// partStage is where a part is in its budget's accounting.
+type partStage int
+
+const (
+	promised  partStage = iota // requested, counted as promised
+	admitted                   // answered, its buffer held
+	abandoned                  // ended before it was admitted: nothing counted
+)
 
 // NewFetcher returns the scheduler of one reader's GETs, following set, their parts held in
 // pool within budget. Its goroutine runs while objects wait in its queue. Close must be
@@ -116,9 +142,12 @@ func NewFetcher(ctx context.Context, set Settings, pool *Pool, budget *Budget) *
 	return &Fetcher{
 		ctx: ctx, cancel: cancel, set: set, pool: pool, budget: budget,
 		reqs:    make(chan struct{}, set.MaxRequestsInFlight),
-		wasIdle: true,
+		wasIdle: true, turn: closedTurn,
 	}
 }
+
+// closedTurn is the turn of the first part a fetcher issues.
+var closedTurn = func() chan struct{} { c := make(chan struct{}); close(c); return c }()
 
 // Budget returns the share of the pool the fetcher's parts are held within.
 func (f *Fetcher) Budget() *Budget { return f.budget }
@@ -231,17 +260,19 @@ func (f *Fetcher) issue(ctx context.Context, of *ObjectFetch) {
 		n := min(f.partSize(), max(of.planEnd-of.next, 0))
 		// A ramp part of an object that goes on: full-size parts follow it.
 		ramp := f.issued < len(rampParts) && of.planEnd-of.next > n
-		buf, ok := f.getBuf(ctx, n, ramp)
-		if !ok {
+		c := partClass(n)
+		if !f.budget.promise(ctx, c) {
 			return
 		}
 		select {
 		case f.reqs <- struct{}{}:
 		case <-ctx.Done():
-			f.putBuf(buf)
+			f.budget.unpromise(c)
 			return
 		}
-		p := &part{off: of.next, done: make(chan struct{}), buf: buf, b: f.budget}
+		p := &part{off: of.next, n: n, ramp: ramp, issuer: f.budget, b: f.budget,
+			turn: f.turn, passTurn: make(chan struct{}), done: make(chan struct{})}
+		f.turn = p.passTurn
 		of.mu.Lock()
 		of.live = append(of.live, p)
 		of.next += n
@@ -334,51 +365,119 @@ func average(v *atomic.Int64, sample int64) {
 	}
 }
 
-// getBuf waits until the budget and the pool both hold room for a part of n bytes; a ramp
-// part may be lent a larger idle buffer (Pool.getRamp).
-func (f *Fetcher) getBuf(ctx context.Context, n int64, ramp bool) ([]byte, bool) {
-	c := partClass(n)
-	if !f.budget.take(ctx, c) {
-		return nil, false
-	}
-	get := f.pool.get
-	if ramp {
-		get = f.pool.getRamp
-	}
-	b, ok := get(ctx, n)
-	if !ok {
-		f.budget.give(c)
-	}
-	return b, ok
-}
+// class is the room p takes in its budget, promised or admitted: its size's class (the
+// pool may lend it a larger buffer, Pool.getRamp, which the pool counts).
+func (p *part) class() int64 { return partClass(p.n) }
 
-// putBuf returns a part's buffer to the pool and its room to the budget.
-func (f *Fetcher) putBuf(b []byte) {
-	f.pool.put(b)
-	f.budget.give(partClass(int64(len(b))))
-}
-
-// class is the room p takes in its budget: its size's class, where the pool may have lent
-// a larger buffer (Pool.getRamp).
-func (p *part) class() int64 { return partClass(int64(len(p.buf))) }
-
-// fetch reads one part into its buffer.
+// fetch requests one part and, once its answer arrives and its turn and room come, reads
+// it into its buffer.
 func (f *Fetcher) fetch(of *ObjectFetch, p *part) {
 	defer f.wg.Done()
-	start := time.Now()
-	r := of.gets.Open(of.ctx, of.obj, p.off, p.off+int64(len(p.buf)))
-	p.err = r.readFull(p.buf)
-	r.Close()
+	r := of.gets.Open(of.ctx, of.obj, p.off, p.off+p.n)
+	p.err = r.answer()
 	if p.err == nil {
-		f.delivered(int64(len(p.buf)), time.Since(start)-r.firstByte)
 		f.answered(r.firstByte)
+		p.err = f.admit(of, p)
 	}
+	if p.err == nil {
+		start := time.Now()
+		p.err = r.readFull(p.buf)
+		if p.err == nil {
+			f.delivered(p.n, time.Since(start))
+		}
+	} else {
+		of.abandon(p)
+	}
+	r.Close()
 	<-f.reqs
 	f.account(r)
 	if p.err != nil && of.ctx.Err() != nil {
 		f.cancelled.Add(1)
 	}
 	close(p.done)
+}
+
+// admit waits for p's turn and for room in its budget, then gives it its buffer; it fails
+// if p's object is dropped first. A part of a frozen object is counted in the pool only,
+// and one of an adopted object is counted in its new budget without waiting for room
+// there: its reader must not wait for the parts that budget's own fetcher issued later.
+func (f *Fetcher) admit(of *ObjectFetch, p *part) error {
+	select {
+	case <-p.turn:
+	case <-of.ctx.Done():
+		return &ReadError{Offset: p.off, Attempts: 1, Err: of.ctx.Err()}
+	}
+	for {
+		of.mu.Lock()
+		b := p.b
+		var ok bool
+		var freed <-chan struct{}
+		switch {
+		case b == nil:
+			ok = true
+		case b != p.issuer:
+			b.forceAdmit(p.class())
+			ok = true
+		default:
+			ok, freed = b.admit(p.class())
+		}
+		if ok {
+			p.stage = admitted
+		}
+		of.mu.Unlock()
+		if ok {
+			break
+		}
+		select {
+		case <-freed:
+		case <-of.ctx.Done():
+			return &ReadError{Offset: p.off, Attempts: 1, Err: of.ctx.Err()}
+		}
+	}
+	// The pool is the worker's, shared with other readers: the next part's turn comes
+	// only once this one has its buffer, or a later part could take the buffer the reader
+	// waits for.
+	get := of.fetcher().pool.get
+	if p.ramp {
+		get = of.fetcher().pool.getRamp
+	}
+	buf, ok := get(of.ctx, p.n)
+	close(p.passTurn)
+	of.mu.Lock()
+	defer of.mu.Unlock()
+	if !ok {
+		p.stage = abandoned
+		if p.b != nil {
+			p.b.give(p.class())
+			p.b = nil
+		}
+		return &ReadError{Offset: p.off, Attempts: 1, Err: of.ctx.Err()}
+	}
+	p.buf = buf
+	return nil
+}
+
+// abandon takes p, which ends before it was admitted, out of its budget's promises, and
+// passes its turn on once it comes.
+func (of *ObjectFetch) abandon(p *part) {
+	of.mu.Lock()
+	if p.stage == promised {
+		p.stage = abandoned
+		if p.b != nil {
+			p.b.unpromise(p.class())
+			p.b = nil
+		}
+		select {
+		case <-p.turn:
+			close(p.passTurn)
+		default:
+			go func() {
+				<-p.turn
+				close(p.passTurn)
+			}()
+		}
+	}
+	of.mu.Unlock()
 }
 
 // account adds what r transferred to the fetcher's counts.
@@ -404,13 +503,16 @@ func (of *ObjectFetch) release(p *part) {
 	if i := slices.Index(of.live, p); i >= 0 {
 		of.live = slices.Delete(of.live, i, i+1)
 	}
-	of.mu.Unlock()
 	c := p.class()
-	of.fetcher().pool.put(p.buf)
+	buf := p.buf
+	p.buf = nil
+	of.mu.Unlock()
+	if buf != nil {
+		of.fetcher().pool.put(buf)
+	}
 	if b != nil {
 		b.give(c)
 	}
-	p.buf = nil
 }
 
 // fetcher returns the fetcher of now holds.
@@ -443,7 +545,7 @@ func (of *ObjectFetch) Drop() {
 	for p := range of.parts {
 		<-p.done
 		if p.err == nil {
-			f.dropped.Add(int64(len(p.buf)))
+			f.dropped.Add(p.n)
 		}
 		of.release(p)
 	}

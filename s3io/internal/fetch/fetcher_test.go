@@ -260,3 +260,100 @@ func TestVerifyChecksumsReadsWholeObjects(t *testing.T) {
 	f.Close()
 	settleGoroutines(t)
 }
+
+// A part takes its room in the budget when its answer arrives, not when it is requested:
+// on a network that answers each request late, more parts are requested at once than the
+// budget holds, while the buffers held never exceed it, and every byte still arrives in
+// order.
+func TestPartsTakeRoomFromTheirAnswer(t *testing.T) {
+	const partBytes = 64 << 10
+	const budget = 4 * partBytes
+	sizes := []int{12 * partBytes, 3*partBytes + 5, 9 * partBytes}
+	fx := newFixture(t, partBytes, budget, 32, sizes)
+	fx.reqs.base = slowNetwork{base: http.DefaultTransport, delay: 50 * time.Millisecond}
+
+	var peak atomic.Int64
+	f, pool := fx.newFetcher(&peak)
+	var streams []*Stream
+	for _, m := range fx.objects {
+		streams = append(streams, f.Add(fx.gets, m, Range{PlanEnd: m.Size}).Stream())
+	}
+	for i, s := range streams {
+		got, err := io.ReadAll(s)
+		s.Close()
+		if err != nil || !bytes.Equal(got, fx.data[i]) {
+			t.Fatalf("%s: %d bytes, %v", fx.objects[i].Key, len(got), err)
+		}
+	}
+	f.Close()
+	if m := fx.reqs.most.Load(); m <= budget/partBytes {
+		t.Errorf("at most %d requests were in flight; want more than the %d parts the budget holds", m, budget/partBytes)
+	}
+	if m := fx.reqs.most.Load(); m > 2*budget/partBytes {
+		t.Errorf("at most %d requests were in flight; want no more than the %d parts twice the budget holds", m, 2*budget/partBytes)
+	}
+	if most := peak.Load(); most > budget {
+		t.Errorf("the pool held %d bytes at once, over the budget's %d", most, budget)
+	}
+	if used := held(pool); used != 0 {
+		t.Errorf("%d bytes still held after close", used)
+	}
+	settleGoroutines(t)
+}
+
+// Two readers whose budgets each could fill the worker's pool, on a network that answers
+// late: each reader's parts get their buffers in the order it reads them, so neither can
+// hold the buffer the other, or itself, waits for, and both read every byte.
+func TestReadersSharingAPoolTakeBuffersInOrder(t *testing.T) {
+	// Parts of two size classes: an object's last part is small, and fits where the
+	// full part before it does not.
+	const partBytes = 256 << 10
+	const poolBytes = 3 * partBytes
+	var sizes []int
+	for i := range 48 {
+		sizes = append(sizes, (1+i%3)*partBytes+1000*(i+1))
+	}
+	fx := newFixture(t, partBytes, poolBytes, 32, sizes)
+	fx.reqs.base = slowNetwork{base: http.DefaultTransport, delay: 5 * time.Millisecond}
+	pool := NewPool(poolBytes)
+	done := make(chan error, 2)
+	var fetchers []*Fetcher
+	for r := range 2 {
+		f := NewFetcher(context.Background(), fx.set, pool, NewBudget(pool, poolBytes, poolBytes, poolBytes))
+		fetchers = append(fetchers, f)
+		var streams []*Stream
+		for i := r; i < len(fx.objects); i += 2 {
+			streams = append(streams, f.Add(fx.gets, fx.objects[i], Range{PlanEnd: fx.objects[i].Size}).Stream())
+		}
+		go func() {
+			for j, s := range streams {
+				got, err := io.ReadAll(s)
+				s.Close()
+				if i := r + 2*j; err != nil || !bytes.Equal(got, fx.data[i]) {
+					done <- fmt.Errorf("%s: %d bytes, %v", fx.objects[i].Key, len(got), err)
+					return
+				}
+				time.Sleep(time.Millisecond)
+			}
+			done <- nil
+		}()
+	}
+	timeout := time.After(30 * time.Second)
+	for range 2 {
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Fatal(err)
+			}
+		case <-timeout:
+			t.Fatal("the readers were still waiting for their parts after 30 s: a later part took a buffer an earlier one needed")
+		}
+	}
+	for _, f := range fetchers {
+		f.Close()
+	}
+	if used := held(pool); used != 0 {
+		t.Errorf("%d bytes still held after close", used)
+	}
+	settleGoroutines(t)
+}

@@ -10,7 +10,7 @@ package fetch
 // are fetched once, by whichever fetcher got there first.
 
 // Freeze stops of's fetcher issuing parts for it and takes the parts it issued out of its
-// budget: their buffers stay in the pool, where they count against the worker's memory
+// budget (those still waiting for their answer are admitted into the pool alone): their buffers stay in the pool, where they count against the worker's memory
 // cap, until a reader consumes them or the object is dropped. It unlinks of from the context
 // Bind gave it, so that the end of the read that bound it does not cancel its requests. A
 // frozen object waits for Adopt or Drop; a read of its stream meanwhile gets the parts
@@ -41,10 +41,16 @@ func (of *ObjectFetch) Freeze() {
 	of.mu.Lock()
 	defer of.mu.Unlock()
 	for _, p := range of.live {
-		if p.b != nil {
-			p.b.give(p.class())
-			p.b = nil
+		if p.b == nil {
+			continue
 		}
+		switch p.stage {
+		case admitted:
+			p.b.give(p.class())
+		case promised:
+			p.b.unpromise(p.class())
+		}
+		p.b = nil
 	}
 }
 
@@ -63,9 +69,9 @@ func (f *Fetcher) Adopt(gets *Gets, of *ObjectFetch) {
 	of.f.Store(f)
 	of.gets = gets
 	for _, p := range of.live {
-		if p.b == nil {
+		if p.b == nil && p.stage != abandoned {
 			p.b = f.budget
-			f.budget.force(p.class())
+			f.budget.force(p.class(), p.stage == promised)
 		}
 	}
 	if of.state != frozen {

@@ -230,6 +230,21 @@ func (r *PinnedReader) Read(p []byte) (int, error) {
 	}
 }
 
+// answer makes the first request, if the read needs one, and returns once it is answered,
+// its body not yet read: a part is given its buffer only then. The body's stall timer
+// waits for the first Read, so that a part waiting for room is not taken for a stalled
+// connection.
+func (r *PinnedReader) answer() error {
+	if r.body != nil || r.pos >= r.end && (r.gets > 0 || r.pos > 0) {
+		return nil
+	}
+	if err := r.request(r.nextLimit()); err != nil {
+		return err
+	}
+	r.stall.Stop()
+	return nil
+}
+
 // readFull fills buf with the bytes [r.pos, r.end), which must be len(buf) long. An empty
 // range still makes its request, so that an empty object's pin is checked.
 func (r *PinnedReader) readFull(buf []byte) error {
