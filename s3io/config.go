@@ -64,7 +64,7 @@ const (
 	// batch of ~200-byte records holds ~200 KiB, the size of the framer's own batches; more
 	// only holds more memory per element. cmd/s3io-bench's s3io-batches variant at 128,
 	// 1024 and 8192 records showed no difference beyond the run-to-run noise of a shared
-	// machine (docs/performance.md, "Batches, 2026-12-01"): the read is bound elsewhere.
+	// machine (docs/performance.md, "Batches"): the read is bound elsewhere.
 	defaultBatchRecords = 1024
 	defaultBatchBytes   = 1 << 20
 	// defaultMaxDecoderWindowBytes admits what the codecs' default levels and `zstd
@@ -255,8 +255,8 @@ type Config struct {
 	// together (default 48 MiB, at least 64 KiB); a runner runs a reader per bundle thread.
 	// The default keeps a two-core worker under 256 MiB of resident memory; it is also what
 	// bounds an uncompressed read through a network of S3's latency, where a larger cap
-	// reads faster for more memory (docs/performance.md, "Cores busy, and which two-core
-	// floor, 2026-12-04").
+	// reads faster for more memory (docs/performance.md, "Reading through a shaped
+	// network").
 	WorkerBufferBytes int64
 	// PartBytes bounds the ranged GETs that read an object (default 8 MiB, as AWS advises,
 	// or ReadBufferBytes less 8 MiB if that is less): a large object is read as several
