@@ -3,11 +3,12 @@ package s3io
 import (
 	"context"
 	"io"
-	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/log"
+
+	"golang.org/x/sync/errgroup"
 
 	"github.com/spate-io/beam-s3/s3io/internal/decode"
 	"github.com/spate-io/beam-s3/s3io/internal/fetch"
@@ -86,17 +87,13 @@ func (p *planner) segmentable(ctx context.Context, bucket string, ms []Member, p
 		return out
 	}
 	segSize := max(p.cfg.SplitTargetBytes, minSegmentBytes)
-	sem := make(chan struct{}, max(p.cfg.ListParallelism, 1))
-	var wg sync.WaitGroup
+	var g errgroup.Group
+	g.SetLimit(max(p.cfg.ListParallelism, 1))
 	for i, m := range ms {
 		if m.Archived != "" || m.Size <= segSize {
 			continue
 		}
-		wg.Add(1)
-		sem <- struct{}{}
-		go func() {
-			defer wg.Done()
-			defer func() { <-sem }()
+		g.Go(func() error {
 			switch comp, ok := p.storedCompression(ctx, bucket, m, probes); {
 			case !ok:
 			case comp == decode.None:
@@ -104,9 +101,10 @@ func (p *planner) segmentable(ctx context.Context, bucket string, ms []Member, p
 			case decode.UnitsSegmentable(comp):
 				out[i] = p.unitSegments(ctx, bucket, m, comp, segSize, probes)
 			}
-		}()
+			return nil
+		})
 	}
-	wg.Wait()
+	g.Wait() // the probes report no error: an object they cannot probe is kept whole
 	return out
 }
 

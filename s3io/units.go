@@ -4,7 +4,8 @@ import (
 	"context"
 	"io"
 	"slices"
-	"sync"
+
+	"golang.org/x/sync/errgroup"
 
 	"github.com/spate-io/beam-s3/s3io/internal/decode"
 	"github.com/spate-io/beam-s3/s3io/internal/fetch"
@@ -130,22 +131,19 @@ func (p *planner) unitSegments(ctx context.Context, bucket string, m Member, com
 	}
 	found := make([]int64, len(targets))
 	have := make([]bool, len(targets))
-	sem := make(chan struct{}, unitProbesInFlight)
-	var wg sync.WaitGroup
+	var g errgroup.Group
+	g.SetLimit(unitProbesInFlight)
 	for i, t := range targets {
 		if t == coarse[0] {
 			found[i], have[i] = first, true
 			continue
 		}
-		wg.Add(1)
-		sem <- struct{}{}
-		go func() {
-			defer wg.Done()
-			defer func() { <-sem }()
+		g.Go(func() error {
 			found[i], have[i] = probe(t, window, most)
-		}()
+			return nil
+		})
 	}
-	wg.Wait()
+	g.Wait() // a probe that fails finds no cut; the others still count
 	for i, c := range found {
 		if have[i] {
 			cuts = append(cuts, c)
