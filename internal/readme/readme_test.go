@@ -607,3 +607,35 @@ func TestTransformLists(t *testing.T) {
 		}
 	}
 }
+
+// TestReadPathMap checks docs/design.md's "Map of the read path": it names files, and every
+// one it names (a pattern such as framers*.go matching at least one) is in the tree.
+func TestReadPathMap(t *testing.T) {
+	root := repoRoot(t)
+	data, err := os.ReadFile(filepath.Join(root, "docs", "design.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(string(data), "\n")
+	start := slices.IndexFunc(lines, func(l string) bool { return l == "### Map of the read path" })
+	if start < 0 {
+		t.Fatal(`docs/design.md has no "### Map of the read path" section`)
+	}
+	named := 0
+	for i := start + 1; i < len(lines) && !strings.HasPrefix(lines[i], "#"); i++ {
+		for _, m := range codeSpan.FindAllStringSubmatch(lines[i], -1) {
+			p := m[1]
+			if !isPath(p) {
+				continue
+			}
+			named++
+			matches, err := filepath.Glob(filepath.Join(root, filepath.FromSlash(p)))
+			if err != nil || len(matches) == 0 {
+				t.Errorf("docs/design.md:%d names %s, which is not in the tree", i+1, p)
+			}
+		}
+	}
+	if named < 10 {
+		t.Errorf(`docs/design.md's "Map of the read path" names %d files; want the read path's files`, named)
+	}
+}
