@@ -311,12 +311,39 @@ func (c Config) Validate() error {
 // ReadAll take from their input.
 func (c Config) validateReading() error {
 	c = c.WithDefaults()
+	for _, check := range []func() error{c.validateConnection, c.validateFormat, c.validatePlanning, c.validateBatches, c.validateMemory} {
+		if err := check(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// validateConnection checks where and how requests are made: the endpoint, retries, timeouts, the request rate and the bucket owner.
+func (c Config) validateConnection() error {
 	if c.Endpoint != "" {
 		u, err := url.Parse(c.Endpoint)
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 			return fmt.Errorf("s3io: Config.Endpoint %q is not an http(s) URL such as https://s3.example.com or http://127.0.0.1:9000", c.Endpoint)
 		}
 	}
+	if c.MaxAttempts < 0 || c.MaxAttempts > 100 {
+		return fmt.Errorf("s3io: Config.MaxAttempts is %d; it must be between 1 and 100 (0 means the default, %d)", c.MaxAttempts, defaultMaxAttempts)
+	}
+	if c.ReadTimeout < 0 {
+		return fmt.Errorf("s3io: Config.ReadTimeout is %v; it must be positive (0 means the default, %v)", c.ReadTimeout, defaultReadTimeout)
+	}
+	if c.MaxRequestsPerSecond < 0 {
+		return fmt.Errorf("s3io: Config.MaxRequestsPerSecond is %v; it must be positive, or 0 for no cap", c.MaxRequestsPerSecond)
+	}
+	if o := c.ExpectedBucketOwner; o != "" && (len(o) != 12 || strings.Trim(o, "0123456789") != "") {
+		return fmt.Errorf("s3io: Config.ExpectedBucketOwner %q is not a 12-digit AWS account ID", o)
+	}
+	return nil
+}
+
+// validateFormat checks how bytes become records: the framer, the compression, the decoder window, inflate checkpoints, header records and the record bound.
+func (c Config) validateFormat() error {
 	if _, ok := lookupFramer(c.Framer); !ok {
 		return fmt.Errorf("s3io: Config.Framer %q is not registered; use one of %s, or call s3io.RegisterFramer in an init function", c.Framer, strings.Join(framerNames(), ", "))
 	}
@@ -336,6 +363,14 @@ func (c Config) validateReading() error {
 	if c.SkipHeaderRecords < 0 {
 		return fmt.Errorf("s3io: Config.SkipHeaderRecords is %d; it must not be negative", c.SkipHeaderRecords)
 	}
+	if c.MaxRecordBytes < 0 || c.MaxRecordBytes > maxRecordBytesLimit {
+		return fmt.Errorf("s3io: Config.MaxRecordBytes is %d; it must be between 1 and %d (0 means the default, %d)", c.MaxRecordBytes, maxRecordBytesLimit, defaultMaxRecordBytes)
+	}
+	return nil
+}
+
+// validatePlanning checks how the prefix is listed and packed: split sizes, members per split, listing parallelism, Match and the modification window.
+func (c Config) validatePlanning() error {
 	if c.SplitTargetBytes < 0 {
 		return fmt.Errorf("s3io: Config.SplitTargetBytes is %d; it must be positive (0 means the default, %d)", c.SplitTargetBytes, defaultSplitTargetBytes)
 	}
@@ -345,21 +380,32 @@ func (c Config) validateReading() error {
 	if c.MaxSplitMembers < 0 || c.MaxSplitMembers > maxSplitMembersLimit {
 		return fmt.Errorf("s3io: Config.MaxSplitMembers is %d; it must be between 1 and %d (0 means the default, %d)", c.MaxSplitMembers, maxSplitMembersLimit, defaultMaxSplitMembers)
 	}
-	if c.MaxRecordBytes < 0 || c.MaxRecordBytes > maxRecordBytesLimit {
-		return fmt.Errorf("s3io: Config.MaxRecordBytes is %d; it must be between 1 and %d (0 means the default, %d)", c.MaxRecordBytes, maxRecordBytesLimit, defaultMaxRecordBytes)
+	if c.ListParallelism < 0 || c.ListParallelism > 256 {
+		return fmt.Errorf("s3io: Config.ListParallelism is %d; it must be between 1 and 256 (0 means the default, %d)", c.ListParallelism, defaultListParallelism)
 	}
+	if _, err := c.glob(); err != nil {
+		return err
+	}
+	if !c.ModifiedAfter.IsZero() && !c.ModifiedBefore.IsZero() && !c.ModifiedAfter.Before(c.ModifiedBefore) {
+		return fmt.Errorf("s3io: Config.ModifiedAfter (%v) is not before Config.ModifiedBefore (%v): no object can be in that window", c.ModifiedAfter, c.ModifiedBefore)
+	}
+	return nil
+}
+
+// validateBatches checks the batches ReadBatches emits.
+func (c Config) validateBatches() error {
 	if c.BatchRecords < 0 {
 		return fmt.Errorf("s3io: Config.BatchRecords is %d; it must be positive (0 means the default, %d)", c.BatchRecords, defaultBatchRecords)
 	}
 	if c.BatchBytes < 0 || c.BatchBytes > maxRecordBytesLimit {
 		return fmt.Errorf("s3io: Config.BatchBytes is %d; it must be between 1 and %d (0 means the default, %d)", c.BatchBytes, maxRecordBytesLimit, defaultBatchBytes)
 	}
-	if c.MaxAttempts < 0 || c.MaxAttempts > 100 {
-		return fmt.Errorf("s3io: Config.MaxAttempts is %d; it must be between 1 and 100 (0 means the default, %d)", c.MaxAttempts, defaultMaxAttempts)
-	}
-	if c.ReadTimeout < 0 {
-		return fmt.Errorf("s3io: Config.ReadTimeout is %v; it must be positive (0 means the default, %v)", c.ReadTimeout, defaultReadTimeout)
-	}
+	return nil
+}
+
+// validateMemory checks a reader's memory and requests in flight; c has its defaults, so
+// PartBytes is checked against the ReadBufferBytes the read will have.
+func (c Config) validateMemory() error {
 	if c.ReadBufferBytes != 0 && c.ReadBufferBytes < minReadBufferBytes {
 		return fmt.Errorf("s3io: Config.ReadBufferBytes is %d; it must be at least %d, room for the decoding windows and one part (0 means the default, %d)", c.ReadBufferBytes, minReadBufferBytes, defaultReadBufferBytes)
 	}
@@ -371,21 +417,6 @@ func (c Config) validateReading() error {
 	}
 	if c.MaxRequestsInFlight < 0 || c.MaxRequestsInFlight > 1024 {
 		return fmt.Errorf("s3io: Config.MaxRequestsInFlight is %d; it must be between 1 and 1024 (0 means the default, %d)", c.MaxRequestsInFlight, defaultMaxRequestsInFlight)
-	}
-	if c.MaxRequestsPerSecond < 0 {
-		return fmt.Errorf("s3io: Config.MaxRequestsPerSecond is %v; it must be positive, or 0 for no cap", c.MaxRequestsPerSecond)
-	}
-	if o := c.ExpectedBucketOwner; o != "" && (len(o) != 12 || strings.Trim(o, "0123456789") != "") {
-		return fmt.Errorf("s3io: Config.ExpectedBucketOwner %q is not a 12-digit AWS account ID", o)
-	}
-	if c.ListParallelism < 0 || c.ListParallelism > 256 {
-		return fmt.Errorf("s3io: Config.ListParallelism is %d; it must be between 1 and 256 (0 means the default, %d)", c.ListParallelism, defaultListParallelism)
-	}
-	if _, err := c.glob(); err != nil {
-		return err
-	}
-	if !c.ModifiedAfter.IsZero() && !c.ModifiedBefore.IsZero() && !c.ModifiedAfter.Before(c.ModifiedBefore) {
-		return fmt.Errorf("s3io: Config.ModifiedAfter (%v) is not before Config.ModifiedBefore (%v): no object can be in that window", c.ModifiedAfter, c.ModifiedBefore)
 	}
 	return nil
 }
