@@ -77,18 +77,12 @@ func (p *planner) unitSegments(ctx context.Context, bucket string, m Member, com
 		return nil // a tar's records are its entries: read whole, as a tar
 	}
 	targets := evenCuts(m.Size, fine)
-	var cuts []int64
 	if comp == decode.Zstd {
 		if starts, ok := p.zstdSeekTable(ctx, gets, m, probes); ok {
 			if p.tarInside(ctx, gets, m, comp, probes) {
 				return nil
 			}
-			for _, t := range targets {
-				if i, _ := slices.BinarySearch(starts, t); i < len(starts) {
-					cuts = append(cuts, starts[i])
-				}
-			}
-			return unitCuts(m, comp, cuts)
+			return unitCuts(m, comp, seekTableCuts(targets, starts))
 		}
 	}
 	probe := func(t int64, window int, most int64) (int64, bool) {
@@ -129,27 +123,48 @@ func (p *planner) unitSegments(ctx context.Context, bucket string, m Member, com
 	if !spaced {
 		window = int(min(max(4*(first-coarse[0]), minUnitProbeBytes), unitProbeBytes, max(segSize/2, minUnitProbeBytes)))
 	}
+	return unitCuts(m, comp, probeCuts(targets, coarse[0], first, func(t int64) (int64, bool) {
+		return probe(t, window, most)
+	}))
+}
+
+// seekTableCuts returns, for each target offset, the first frame start of a seek table's
+// starts at or after it.
+func seekTableCuts(targets, starts []int64) []int64 {
+	var cuts []int64
+	for _, t := range targets {
+		if i, _ := slices.BinarySearch(starts, t); i < len(starts) {
+			cuts = append(cuts, starts[i])
+		}
+	}
+	return cuts
+}
+
+// probeCuts probes every target but known, whose unit start at was found already,
+// unitProbesInFlight at a time, and returns the unit starts found in target order.
+func probeCuts(targets []int64, known, at int64, probe func(t int64) (int64, bool)) []int64 {
 	found := make([]int64, len(targets))
 	have := make([]bool, len(targets))
 	var g errgroup.Group
 	g.SetLimit(unitProbesInFlight)
 	for i, t := range targets {
-		if t == coarse[0] {
-			found[i], have[i] = first, true
+		if t == known {
+			found[i], have[i] = at, true
 			continue
 		}
 		g.Go(func() error {
-			found[i], have[i] = probe(t, window, most)
+			found[i], have[i] = probe(t)
 			return nil
 		})
 	}
 	g.Wait() // a probe that fails finds no cut; the others still count
+	var cuts []int64
 	for i, c := range found {
 		if have[i] {
 			cuts = append(cuts, c)
 		}
 	}
-	return unitCuts(m, comp, cuts)
+	return cuts
 }
 
 // spacedUnitBytes is how far apart an object's first two units past its first cut may be
