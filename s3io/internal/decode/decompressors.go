@@ -95,50 +95,11 @@ func (d *Decompressors) Open(mode Compression, key string, src io.Reader) (io.Re
 	}
 	switch comp {
 	case Gzip:
-		if d.Checkpoints != nil {
-			s, err := OpenGzip(stream, d.Checkpoints)
-			return s, comp, err
-		}
-		if d.gz == nil {
-			d.gz, err = gzip.NewReader(stream)
-		} else {
-			err = d.gz.Reset(stream)
-		}
-		if err == io.EOF {
-			err = io.ErrUnexpectedEOF // a few bytes that start like gzip but hold no header
-		}
-		if err != nil {
-			return nil, comp, decodeError("gzip", err, fetched)
-		}
-		// Multistream is the default: concatenated gzip members (rotated-and-appended logs,
-		// parallel gzip) are read to the end, not just the first member.
-		return gzipStream{d.gz, fetched}, comp, nil
+		s, err := d.openGzip(stream, fetched)
+		return s, comp, err
 	case Zstd:
-		// The first frame's header is checked here, so that a window above the bound or a
-		// dictionary is refused by its size or id; a later frame's is refused by the
-		// decoder, which zstdStream classifies.
-		limit := d.maxWindow()
-		if err := zstdRefusal(head, limit); err != nil {
-			return nil, comp, err
-		}
-		if d.zs == nil || d.zsMax != limit {
-			if d.zs != nil {
-				d.zs.Close()
-			}
-			d.zs, err = zstd.NewReader(nil, zstd.WithDecoderConcurrency(1), zstd.WithDecoderMaxWindow(uint64(limit)))
-			if err != nil {
-				d.zs = nil
-				return nil, comp, err
-			}
-			d.zsMax = limit
-		}
-		// The decoder reads block headers 3 bytes at a time: a buffer spares those reads
-		// the walk through the walker, sniff's reader and source.
-		d.zw.reset(stream, limit)
-		if err := d.zs.Reset(d.buffered(&d.zw)); err != nil {
-			return nil, comp, decodeError("zstd", err, fetched)
-		}
-		return zstdStream{d.zs, fetched, &d.zw}, comp, nil
+		s, err := d.openZstd(head, stream, fetched)
+		return s, comp, err
 	case Tar, Zip, None:
 		return stream, comp, nil
 	}
@@ -147,6 +108,58 @@ func (d *Decompressors) Open(mode Compression, key string, src io.Reader) (io.Re
 		return nil, comp, err
 	}
 	return s, comp, nil
+}
+
+// openGzip returns the gzip decoder over stream, reusing d's; fetched counts the stored
+// bytes it read, for its errors.
+func (d *Decompressors) openGzip(stream io.Reader, fetched *source) (io.Reader, error) {
+	if d.Checkpoints != nil {
+		return OpenGzip(stream, d.Checkpoints)
+	}
+	var err error
+	if d.gz == nil {
+		d.gz, err = gzip.NewReader(stream)
+	} else {
+		err = d.gz.Reset(stream)
+	}
+	if err == io.EOF {
+		err = io.ErrUnexpectedEOF // a few bytes that start like gzip but hold no header
+	}
+	if err != nil {
+		return nil, decodeError("gzip", err, fetched)
+	}
+	// Multistream is the default: concatenated gzip members (rotated-and-appended logs,
+	// parallel gzip) are read to the end, not just the first member.
+	return gzipStream{d.gz, fetched}, nil
+}
+
+// openZstd returns the zstd decoder over stream, reusing d's while its window bound holds.
+// The first frame's header (in head) is checked here, so that a window above the bound or a
+// dictionary is refused by its size or id; a later frame's is refused by the decoder, which
+// zstdStream classifies.
+func (d *Decompressors) openZstd(head []byte, stream io.Reader, fetched *source) (io.Reader, error) {
+	limit := d.maxWindow()
+	if err := zstdRefusal(head, limit); err != nil {
+		return nil, err
+	}
+	if d.zs == nil || d.zsMax != limit {
+		if d.zs != nil {
+			d.zs.Close()
+		}
+		zs, err := zstd.NewReader(nil, zstd.WithDecoderConcurrency(1), zstd.WithDecoderMaxWindow(uint64(limit)))
+		if err != nil {
+			d.zs = nil
+			return nil, err
+		}
+		d.zs, d.zsMax = zs, limit
+	}
+	// The decoder reads block headers 3 bytes at a time: a buffer spares those reads
+	// the walk through the walker, sniff's reader and source.
+	d.zw.reset(stream, limit)
+	if err := d.zs.Reset(d.buffered(&d.zw)); err != nil {
+		return nil, decodeError("zstd", err, fetched)
+	}
+	return zstdStream{d.zs, fetched, &d.zw}, nil
 }
 
 // Close frees the decoders' buffers; d can be used again.
