@@ -178,25 +178,8 @@ func (r *PinnedReader) Read(p []byte) (int, error) {
 				return 0, err
 			}
 		}
-		r.stall.Reset(r.g.set.ReadTimeout)
-		buf, skipping := p, r.skip > 0
-		switch {
-		case skipping:
-			buf = p[:min(int64(len(p)), r.skip)] // p is scratch for bytes never returned
-		case r.whole:
-			buf = p[:min(int64(len(p)), r.reqEnd-r.pos)]
-		}
-		n, err := r.body.Read(buf)
-		r.received += int64(n)
-		if skipping {
-			r.skip -= int64(n)
-			n = 0
-		} else {
-			r.pos += int64(n)
-		}
-		if r.whole && err == nil && r.pos >= r.reqEnd {
-			err = io.EOF // the range asked for is read; the rest of the object is not wanted
-		}
+		skipping := r.skip > 0
+		n, err := r.readBody(p)
 		switch {
 		case err == nil && skipping && len(p) > 0:
 			continue
@@ -228,6 +211,32 @@ func (r *PinnedReader) Read(p []byte) (int, error) {
 			return n, nil
 		}
 	}
+}
+
+// readBody reads the current request's body into p, counting what arrives: bytes before
+// r.pos that a whole-object answer sends are read into p as scratch and not returned, and
+// the read of a whole-object answer ends at the range asked for.
+func (r *PinnedReader) readBody(p []byte) (int, error) {
+	r.stall.Reset(r.g.set.ReadTimeout)
+	buf, skipping := p, r.skip > 0
+	switch {
+	case skipping:
+		buf = p[:min(int64(len(p)), r.skip)] // p is scratch for bytes never returned
+	case r.whole:
+		buf = p[:min(int64(len(p)), r.reqEnd-r.pos)]
+	}
+	n, err := r.body.Read(buf)
+	r.received += int64(n)
+	if skipping {
+		r.skip -= int64(n)
+		n = 0
+	} else {
+		r.pos += int64(n)
+	}
+	if r.whole && err == nil && r.pos >= r.reqEnd {
+		err = io.EOF // the range asked for is read; the rest of the object is not wanted
+	}
+	return n, err
 }
 
 // answer makes the first request, if the read needs one, and returns once it is answered,
