@@ -123,7 +123,19 @@ func CompileGlob(pattern string) (*Glob, error) {
 	if pattern == "" {
 		return nil, nil
 	}
-	g := &Glob{pattern: pattern}
+	toks, err := globTokens(pattern)
+	if err != nil {
+		return nil, err
+	}
+	g := &Glob{pattern: pattern, toks: toks}
+	g.compile()
+	return g, nil
+}
+
+// globTokens cuts pattern into its tokens: stars, double stars, ?, classes and literal
+// characters (an escaped one included).
+func globTokens(pattern string) ([]globToken, error) {
+	var toks []globToken
 	for i := 0; i < len(pattern); {
 		switch pattern[i] {
 		case '*':
@@ -135,30 +147,36 @@ func CompileGlob(pattern string) (*Glob, error) {
 			if j-i > 1 {
 				kind = globDStar
 			}
-			g.toks = append(g.toks, globToken{kind: kind})
+			toks = append(toks, globToken{kind: kind})
 			i = j
 		case '?':
-			g.toks = append(g.toks, globToken{kind: globAny})
+			toks = append(toks, globToken{kind: globAny})
 			i++
 		case '[':
 			tok, next, err := parseGlobClass(pattern, i)
 			if err != nil {
 				return nil, err
 			}
-			g.toks = append(g.toks, tok)
+			toks = append(toks, tok)
 			i = next
 		case '\\':
 			if i+1 == len(pattern) {
 				return nil, globError(pattern, "trailing \\ at offset %d escapes nothing; write \\\\ to match a backslash", i)
 			}
-			g.toks = append(g.toks, globLitToken(pattern[i+1:]))
-			i += 1 + len(g.toks[len(g.toks)-1].lit)
+			toks = append(toks, globLitToken(pattern[i+1:]))
+			i += 1 + len(toks[len(toks)-1].lit)
 		default:
-			g.toks = append(g.toks, globLitToken(pattern[i:]))
-			i += len(g.toks[len(g.toks)-1].lit)
+			toks = append(toks, globLitToken(pattern[i:]))
+			i += len(toks[len(toks)-1].lit)
 		}
 	}
 
+	return toks, nil
+}
+
+// compile derives from g's tokens what matching uses: the literal prefix, whether the
+// pattern is a literal, the star positions, and the pool of state vectors long patterns need.
+func (g *Glob) compile() {
 	var b strings.Builder
 	for g.nprefix < len(g.toks) && g.toks[g.nprefix].kind == globLit {
 		b.WriteString(g.toks[g.nprefix].lit)
@@ -186,7 +204,6 @@ func CompileGlob(pattern string) (*Glob, error) {
 			return &buf
 		}
 	}
-	return g, nil
 }
 
 // globLitToken returns the literal token for the character at the start of s.
