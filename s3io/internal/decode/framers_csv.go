@@ -122,20 +122,8 @@ func (f *csvFramer) Frame(data []byte, atEOF bool) (int, []byte, error) {
 			}
 		}
 		// A quote before the end of the line opens a field if it starts one.
-		opened := false
-		for seg := i; seg < nl; {
-			q := bytes.IndexByte(data[seg:nl], '"')
-			if q < 0 {
-				break
-			}
-			p := seg + q
-			if p == 0 || data[p-1] == ',' {
-				inQuote, quoteAt, i, opened = true, p, p+1, true
-				break
-			}
-			seg = p + 1
-		}
-		if opened {
+		if p := openingQuote(data, i, nl); p >= 0 {
+			inQuote, quoteAt, i = true, p, p+1
 			continue
 		}
 		if nl < len(data) {
@@ -147,6 +135,30 @@ func (f *csvFramer) Frame(data []byte, atEOF bool) (int, []byte, error) {
 		i = len(data)
 		break
 	}
+	return f.wait(i, inQuote, quoteAt, atEOF)
+}
+
+// openingQuote returns the index of the first quote in data[from:to] that opens a field
+// (at the start of data or after a comma), or -1.
+func openingQuote(data []byte, from, to int) int {
+	for seg := from; seg < to; {
+		q := bytes.IndexByte(data[seg:to], '"')
+		if q < 0 {
+			return -1
+		}
+		p := seg + q
+		if p == 0 || data[p-1] == ',' {
+			return p
+		}
+		seg = p + 1
+	}
+	return -1
+}
+
+// wait ends a Frame that found no whole record: it keeps how far data was scanned, and
+// the quote state there, for the next call, which gets the same data and more; at the end
+// of the object, a quoted field still open is a truncated record.
+func (f *csvFramer) wait(i int, inQuote bool, quoteAt int, atEOF bool) (int, []byte, error) {
 	if atEOF {
 		if inQuote {
 			return 0, nil, fmt.Errorf("%w: csv: the object ends inside a quoted field that opened at byte %d", ErrTruncatedRecord, f.pos+int64(quoteAt))
