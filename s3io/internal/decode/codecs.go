@@ -134,36 +134,7 @@ func (d *Decompressors) openCodec(comp Compression, head []byte, stream io.Reade
 		// than wrapping stream in a fresh 4 KiB bufio.Reader per object.
 		return &codecStream{r: bzip2.NewReader(d.buffered(stream)), format: "bzip2", src: fetched}, nil
 	case Xz:
-		limit := d.maxWindow()
-		if dict := xzFirstDict(head); dict > limit {
-			return nil, windowError("xz stream's LZMA2 dictionary", dict, limit)
-		}
-		var err error
-		if d.xz == nil || d.xzMax != limit {
-			d.xz, err = xz.NewReader(nil, uint32(min(limit, 1<<32-1)))
-			d.xzMax = limit
-			if err != nil {
-				return nil, err
-			}
-		}
-		// Reset reads the stream header. Multistream (concatenated .xz files) and stream
-		// padding are the reader's default.
-		if err = d.xz.Reset(stream); err == io.EOF {
-			err = io.ErrUnexpectedEOF
-		}
-		refuse := func(err error) error {
-			if errors.Is(err, xz.ErrMemlimit) {
-				return windowError("xz stream's LZMA2 dictionary", 0, limit)
-			}
-			return xzOptionsRefusal(err)
-		}
-		if err != nil {
-			if r := refuse(err); r != nil && fetched.err == nil {
-				return nil, r
-			}
-			return nil, decodeError("xz", err, fetched)
-		}
-		return &codecStream{r: d.xz, format: "xz", src: fetched, refuse: refuse}, nil
+		return d.openXz(head, stream)
 	case Lz4:
 		// Frames are read one after another to the end of the object; each ends with an
 		// end mark, so a cut is an io.ErrUnexpectedEOF. Blocks are at most 4 MiB: no
@@ -183,25 +154,7 @@ func (d *Decompressors) openCodec(comp Compression, head []byte, stream io.Reade
 		d.sz.Reset(stream)
 		return &codecStream{r: d.sz, format: "snappy", src: fetched}, nil
 	case Zlib:
-		br := d.buffered(stream)
-		// The reader reads the 2-byte header here; a failed NewReader returns no reader,
-		// a failed Reset leaves its reader to reuse.
-		var err error
-		if d.zl == nil {
-			var zr io.ReadCloser
-			if zr, err = zlib.NewReader(br); err == nil {
-				d.zl = zr
-			}
-		} else {
-			err = d.zl.(zlib.Resetter).Reset(br, nil)
-		}
-		if err == io.EOF {
-			err = io.ErrUnexpectedEOF
-		}
-		if err != nil {
-			return nil, decodeError("zlib", err, fetched)
-		}
-		return &codecStream{r: d.zl, format: "zlib", src: fetched, br: br}, nil
+		return d.openZlib(stream)
 	case Deflate:
 		br := d.buffered(stream)
 		if d.fl == nil {
@@ -225,6 +178,66 @@ func (d *Decompressors) openCodec(comp Compression, head []byte, stream io.Reade
 		return &codecStream{r: d.br, format: "brotli", src: fetched}, nil
 	}
 	return stream, nil
+}
+
+// openXz returns the xz decoder over stream, reusing d's while its dictionary bound holds;
+// a first stream whose dictionary (in head) exceeds the bound is refused before decoding.
+func (d *Decompressors) openXz(head []byte, stream io.Reader) (io.Reader, error) {
+	fetched := &d.src
+	limit := d.maxWindow()
+	if dict := xzFirstDict(head); dict > limit {
+		return nil, windowError("xz stream's LZMA2 dictionary", dict, limit)
+	}
+	var err error
+	if d.xz == nil || d.xzMax != limit {
+		d.xz, err = xz.NewReader(nil, uint32(min(limit, 1<<32-1)))
+		d.xzMax = limit
+		if err != nil {
+			return nil, err
+		}
+	}
+	// Reset reads the stream header. Multistream (concatenated .xz files) and stream
+	// padding are the reader's default.
+	if err = d.xz.Reset(stream); err == io.EOF {
+		err = io.ErrUnexpectedEOF
+	}
+	refuse := func(err error) error {
+		if errors.Is(err, xz.ErrMemlimit) {
+			return windowError("xz stream's LZMA2 dictionary", 0, limit)
+		}
+		return xzOptionsRefusal(err)
+	}
+	if err != nil {
+		if r := refuse(err); r != nil && fetched.err == nil {
+			return nil, r
+		}
+		return nil, decodeError("xz", err, fetched)
+	}
+	return &codecStream{r: d.xz, format: "xz", src: fetched, refuse: refuse}, nil
+}
+
+// openZlib returns the zlib decoder over stream, reusing d's.
+func (d *Decompressors) openZlib(stream io.Reader) (io.Reader, error) {
+	fetched := &d.src
+	br := d.buffered(stream)
+	// The reader reads the 2-byte header here; a failed NewReader returns no reader,
+	// a failed Reset leaves its reader to reuse.
+	var err error
+	if d.zl == nil {
+		var zr io.ReadCloser
+		if zr, err = zlib.NewReader(br); err == nil {
+			d.zl = zr
+		}
+	} else {
+		err = d.zl.(zlib.Resetter).Reset(br, nil)
+	}
+	if err == io.EOF {
+		err = io.ErrUnexpectedEOF
+	}
+	if err != nil {
+		return nil, decodeError("zlib", err, fetched)
+	}
+	return &codecStream{r: d.zl, format: "zlib", src: fetched, br: br}, nil
 }
 
 // buffered is a buffered reader of stream, its buffer kept for the next object. zlib and
