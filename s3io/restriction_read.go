@@ -265,87 +265,129 @@ func (fn *reader) startMember(ctx context.Context, d SplitDescriptor, m int, spa
 	if span.inflate != nil {
 		mr.base = span.inflate.Decoded
 	}
-	// open runs on the framing goroutine: it may block on the network.
-	open := func() (recs *decode.RecordReader, seekable, borrow bool, err error) {
-		if span.seekable {
-			recs = decode.NewRecordReader(src, fn.newFramer(), fn.Cfg.MaxRecordBytes, span.from)
-			if span.from == 0 {
-				recs.SkipHeaders(fn.Cfg.SkipHeaderRecords)
-			}
-			if span.skipPartial {
-				err = recs.SkipPastNewline()
-			}
-			return recs, true, false, err
-		}
-		if span.units > 0 {
-			// A compressed object's segment, whose own units start at its first byte.
-			_, end := member.span()
-			var stream io.Reader
-			var err error
-			if parallel {
-				// Its units decode in chunks on goroutines of their own (decode.ParallelUnits).
-				cfg := fn.parallelUnits()
-				cfg.Checkpoints, cfg.Base = mr.cps, mr.base
-				var s io.ReadCloser
-				s, err = mr.dec.OpenUnitsParallel(decode.Compression(member.Codec), src, span.from, span.units, end < member.Size, cfg)
-				stream, mr.units = s, s
-			} else {
-				stream, err = mr.dec.OpenUnits(decode.Compression(member.Codec), src, span.from, span.units, end < member.Size)
-			}
-			if err != nil {
-				return nil, false, false, err
-			}
-			recs = decode.NewRecordReader(stream, fn.newFramer(), fn.Cfg.MaxRecordBytes, mr.base)
-			switch {
-			case span.from == 0:
-				recs.SkipHeaders(fn.Cfg.SkipHeaderRecords)
-			case span.skipPartial:
-				err = recs.SkipPastNewline() // the record in progress is the previous segment's
-			}
-			if err == nil && span.hint.known() {
-				err = recs.Discard(span.hint.Offset)
-			}
-			// It borrows: decoded ahead (decodedAhead), its framing must go on past its window
-			// while the segment before it is emitted, or the second core idles.
-			return recs, false, true, err
-		}
-		if cp := span.inflate; cp != nil {
-			// Resumed at an inflate checkpoint: decode from its stored byte on.
-			stream, err := decode.OpenGzipAt(src, *cp, mr.cps)
-			if err != nil {
-				return nil, false, false, err
-			}
-			recs = decode.NewRecordReader(stream, fn.newFramer(), fn.Cfg.MaxRecordBytes, cp.Decoded)
-			return recs, false, false, recs.Discard(span.hint.Offset)
-		}
-		obj := decode.ObjectInfo{Key: member.Key, Size: member.Size, ReadRange: of.ReadRange}
-		entries, stream, comp, err := mr.dec.OpenEntries(decode.Compression(fn.Cfg.Compression), obj, src)
-		if err != nil {
-			return nil, false, false, err
-		}
-		if entries != nil {
-			// An archive's records are offsets of its entries, not of the gzip stream. The log
-			// stays (the claims of this member hold it, on another goroutine), but empty.
-			if mr.cps != nil {
-				mr.cps.Disable()
-			}
-			recs = decode.NewEntriesRecordReader(entries, func() decode.Framer { return fn.newFramer() }, fn.Cfg.MaxRecordBytes)
-		} else {
-			recs = decode.NewRecordReader(stream, fn.newFramer(), fn.Cfg.MaxRecordBytes, 0)
-		}
-		recs.SkipHeaders(fn.Cfg.SkipHeaderRecords)
-		if span.hint.known() {
-			// Compressed: decompress up to the resume point, but frame nothing before it.
-			err = recs.Discard(span.hint.Offset)
-		}
-		return recs, comp == decode.None && entries == nil, slowCodec(comp), err
-	}
+	// The open runs on the framing goroutine: it may block on the network.
+	op := &memberOpener{fn: fn, mr: mr, member: member, span: span, src: src, of: of, parallel: parallel}
 	_, window := fn.Cfg.decoding()
 	budget := fn.fetcher.Budget()
 	credit := partCredit{budget: budget, keep: budget.Limit() / 4}
-	mr.frames = decode.StartFraming(decode.FramingSource{Open: open, Consumed: src.Consumed, Cancel: of.Cancel, StopAt: span.stopAt, Credit: credit, RecycleSlabs: fn.copiesRecords},
+	mr.frames = decode.StartFraming(decode.FramingSource{Open: op.open, Consumed: src.Consumed, Cancel: of.Cancel, StopAt: span.stopAt, Credit: credit, RecycleSlabs: fn.copiesRecords},
 		window, fn.Cfg.fetchBudget()-credit.keep)
 	return mr
+}
+
+// memberOpener opens the record reader of one member's read, on the framing goroutine:
+// one method per kind of read, which the member's span decides. Each returns the reader,
+// whether its offsets are the stored object's (seekable), and whether its framing may
+// borrow budget past its window (borrow).
+type memberOpener struct {
+	fn       *reader
+	mr       *memberRead
+	member   Member
+	span     readSpan
+	src      *fetch.Stream
+	of       *fetch.ObjectFetch
+	parallel bool // a segment of units decoded in chunks on goroutines of their own
+}
+
+func (o *memberOpener) open() (recs *decode.RecordReader, seekable, borrow bool, err error) {
+	switch {
+	case o.span.seekable:
+		return o.openRange()
+	case o.span.units > 0:
+		return o.openUnits()
+	case o.span.inflate != nil:
+		return o.openInflated()
+	}
+	return o.openWhole()
+}
+
+// openRange reads stored bytes from the span's first byte: an uncompressed member, whole or
+// a segment of it.
+func (o *memberOpener) openRange() (*decode.RecordReader, bool, bool, error) {
+	fn, span := o.fn, o.span
+	recs := decode.NewRecordReader(o.src, fn.newFramer(), fn.Cfg.MaxRecordBytes, span.from)
+	if span.from == 0 {
+		recs.SkipHeaders(fn.Cfg.SkipHeaderRecords)
+	}
+	var err error
+	if span.skipPartial {
+		err = recs.SkipPastNewline()
+	}
+	return recs, true, false, err
+}
+
+// openUnits reads a compressed object's segment, whose own units start at its first byte.
+func (o *memberOpener) openUnits() (*decode.RecordReader, bool, bool, error) {
+	fn, mr, member, span := o.fn, o.mr, o.member, o.span
+	_, end := member.span()
+	var stream io.Reader
+	var err error
+	if o.parallel {
+		// Its units decode in chunks on goroutines of their own (decode.ParallelUnits).
+		cfg := fn.parallelUnits()
+		cfg.Checkpoints, cfg.Base = mr.cps, mr.base
+		var s io.ReadCloser
+		s, err = mr.dec.OpenUnitsParallel(decode.Compression(member.Codec), o.src, span.from, span.units, end < member.Size, cfg)
+		stream, mr.units = s, s
+	} else {
+		stream, err = mr.dec.OpenUnits(decode.Compression(member.Codec), o.src, span.from, span.units, end < member.Size)
+	}
+	if err != nil {
+		return nil, false, false, err
+	}
+	recs := decode.NewRecordReader(stream, fn.newFramer(), fn.Cfg.MaxRecordBytes, mr.base)
+	switch {
+	case span.from == 0:
+		recs.SkipHeaders(fn.Cfg.SkipHeaderRecords)
+	case span.skipPartial:
+		err = recs.SkipPastNewline() // the record in progress is the previous segment's
+	}
+	if err == nil && span.hint.known() {
+		err = recs.Discard(span.hint.Offset)
+	}
+	// It borrows: decoded ahead (decodedAhead), its framing must go on past its window
+	// while the segment before it is emitted, or the second core idles.
+	return recs, false, true, err
+}
+
+// openInflated resumes a gzip member at an inflate checkpoint: it decodes from the
+// checkpoint's stored byte on.
+func (o *memberOpener) openInflated() (*decode.RecordReader, bool, bool, error) {
+	cp := o.span.inflate
+	stream, err := decode.OpenGzipAt(o.src, *cp, o.mr.cps)
+	if err != nil {
+		return nil, false, false, err
+	}
+	recs := decode.NewRecordReader(stream, o.fn.newFramer(), o.fn.Cfg.MaxRecordBytes, cp.Decoded)
+	return recs, false, false, recs.Discard(o.span.hint.Offset)
+}
+
+// openWhole reads a member from its first stored byte, whatever its compression or archive
+// format, skipping (decoded, not framed) up to a resume point.
+func (o *memberOpener) openWhole() (*decode.RecordReader, bool, bool, error) {
+	fn, mr, member := o.fn, o.mr, o.member
+	obj := decode.ObjectInfo{Key: member.Key, Size: member.Size, ReadRange: o.of.ReadRange}
+	entries, stream, comp, err := mr.dec.OpenEntries(decode.Compression(fn.Cfg.Compression), obj, o.src)
+	if err != nil {
+		return nil, false, false, err
+	}
+	var recs *decode.RecordReader
+	if entries != nil {
+		// An archive's records are offsets of its entries, not of the gzip stream. The log
+		// stays (the claims of this member hold it, on another goroutine), but empty.
+		if mr.cps != nil {
+			mr.cps.Disable()
+		}
+		recs = decode.NewEntriesRecordReader(entries, func() decode.Framer { return fn.newFramer() }, fn.Cfg.MaxRecordBytes)
+	} else {
+		recs = decode.NewRecordReader(stream, fn.newFramer(), fn.Cfg.MaxRecordBytes, 0)
+	}
+	recs.SkipHeaders(fn.Cfg.SkipHeaderRecords)
+	if o.span.hint.known() {
+		// Compressed: decompress up to the resume point, but frame nothing before it.
+		err = recs.Discard(o.span.hint.Offset)
+	}
+	return recs, comp == decode.None && entries == nil, slowCodec(comp), err
 }
 
 // slowCodec reports the codecs that decode at tens of MB/s on one core (bzip2, xz, brotli):
