@@ -220,6 +220,10 @@ func checkpointsKept(every int64) int {
 // unitCheckpointsKept is how many unit starts a segment read in chunks keeps for hints.
 const unitCheckpointsKept = 8
 
+// inChunks reports whether s is a segment of units large enough to decode in chunks on
+// goroutines of their own (decode.ParallelUnits): more than two chunks of units.
+func (s readSpan) inChunks() bool { return s.units > 2*unitChunkBytes }
+
 // unitChunkBytes is the least stored bytes of a chunk of a segment's units that decodes on
 // a goroutine of its own (decode.ParallelUnits): a gzip member of 8 MiB of logs, or 16 BGZF
 // blocks. A segment of fewer than two chunks decodes on its framing goroutine.
@@ -255,8 +259,7 @@ func (fn *reader) startMember(ctx context.Context, d SplitDescriptor, m int, spa
 		mr.cps = &decode.Checkpoints{Every: fn.Cfg.CheckpointBytes, Keep: checkpointsKept(fn.Cfg.CheckpointBytes)}
 		mr.dec.Checkpoints = mr.cps
 	}
-	parallel := span.units > 2*unitChunkBytes
-	if parallel {
+	if span.inChunks() {
 		// The unit starts between its chunks: a split inside the segment resumes at the one
 		// before its first record. They cost no window; framing runs up to ~20 MiB decoded
 		// (4 chunks) ahead of the claims, so a few more than that are kept.
@@ -266,7 +269,7 @@ func (fn *reader) startMember(ctx context.Context, d SplitDescriptor, m int, spa
 		mr.base = span.inflate.Decoded
 	}
 	// The open runs on the framing goroutine: it may block on the network.
-	op := &memberOpener{fn: fn, mr: mr, member: member, span: span, src: src, of: of, parallel: parallel}
+	op := &memberOpener{fn: fn, mr: mr, member: member, span: span, src: src, of: of}
 	_, window := fn.Cfg.decoding()
 	budget := fn.fetcher.Budget()
 	credit := partCredit{budget: budget, keep: budget.Limit() / 4}
@@ -280,15 +283,15 @@ func (fn *reader) startMember(ctx context.Context, d SplitDescriptor, m int, spa
 // whether its offsets are the stored object's (seekable), and whether its framing may
 // borrow budget past its window (borrow).
 type memberOpener struct {
-	fn       *reader
-	mr       *memberRead
-	member   Member
-	span     readSpan
-	src      *fetch.Stream
-	of       *fetch.ObjectFetch
-	parallel bool // a segment of units decoded in chunks on goroutines of their own
+	fn     *reader
+	mr     *memberRead
+	member Member
+	span   readSpan
+	src    *fetch.Stream
+	of     *fetch.ObjectFetch
 }
 
+// open chooses the kind of read the span asks for: decode.FramingSource.Open.
 func (o *memberOpener) open() (recs *decode.RecordReader, seekable, borrow bool, err error) {
 	switch {
 	case o.span.seekable:
@@ -322,7 +325,7 @@ func (o *memberOpener) openUnits() (*decode.RecordReader, bool, bool, error) {
 	_, end := member.span()
 	var stream io.Reader
 	var err error
-	if o.parallel {
+	if span.inChunks() {
 		// Its units decode in chunks on goroutines of their own (decode.ParallelUnits).
 		cfg := fn.parallelUnits()
 		cfg.Checkpoints, cfg.Base = mr.cps, mr.base

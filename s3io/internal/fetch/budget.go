@@ -11,8 +11,9 @@ import (
 // when its answer arrives, not when it is requested: a request waits tens of milliseconds
 // for its first byte, and a buffer held through that wait is memory that holds nothing, so
 // parts are requested while they are promised room (up to as many bytes again as the
-// limit) and admitted into it, in request order, once their bytes are about to flow. Its limit follows the
-// bandwidth-delay product instead of a fixed guess: it grows while the reader waits for
+// limit) and admitted into it, in request order, once their bytes are about to flow.
+//
+// Its limit follows the bandwidth-delay product instead of a fixed guess: it grows while the reader waits for
 // parts that the budget kept from being requested (the decoder waits on the network), and
 // shrinks while every part is ready before the reader wants it (the decoder waits on the
 // emitter, and the bytes held ahead are memory for nothing). It stays between the bounds
@@ -117,54 +118,29 @@ func (b *Budget) admit(c int64) (bool, <-chan struct{}) {
 	return false, b.freed
 }
 
-// unpromise gives back c promised bytes of a part that will not be admitted.
-func (b *Budget) unpromise(c int64) {
+// count adds promised and held (either may be negative) to what the budget counts, without
+// waiting for room: a part given up before its answer, one whose object moves between
+// budgets (Freeze, Adopt), one admitted into a budget that did not issue it, or one released.
+// Room freed wakes whoever waits for it.
+func (b *Budget) count(promised, held int64) {
 	b.mu.Lock()
-	b.promised -= c
-	if b.promised < 0 {
-		b.mu.Unlock()
-		panic(errors.New("s3io: read budget took back more than it promised"))
-	}
-	b.signal()
-	b.mu.Unlock()
-}
-
-// force counts c bytes held, or promised, without waiting for room: bytes (or requests)
-// already held elsewhere that this budget takes over (Fetcher.Adopt).
-func (b *Budget) force(c int64, promised bool) {
-	b.mu.Lock()
-	if promised {
-		b.promised += c
-	} else {
-		b.held += c
-	}
-	b.notify()
-	b.mu.Unlock()
-}
-
-// forceAdmit moves c promised bytes to held without waiting for room: a part of an adopted
-// object, requested by another fetcher in that fetcher's order, which this budget's own
-// parts must not keep waiting.
-func (b *Budget) forceAdmit(c int64) {
-	b.mu.Lock()
-	b.promised -= c
-	b.held += c
-	b.notify()
-	b.mu.Unlock()
-}
-
-// give returns c bytes admit, force or forceAdmit counted held.
-func (b *Budget) give(c int64) {
-	b.mu.Lock()
-	b.held -= c
-	if b.held < 0 {
-		b.mu.Unlock()
+	defer b.mu.Unlock()
+	b.promised += promised
+	b.held += held
+	if b.promised < 0 || b.held < 0 {
 		panic(errors.New("s3io: read budget took back more than it handed out"))
 	}
 	b.notify()
-	b.signal()
-	b.mu.Unlock()
+	if promised < 0 || held < 0 {
+		b.signal()
+	}
 }
+
+// unpromise gives back c promised bytes of a part that will not be admitted.
+func (b *Budget) unpromise(c int64) { b.count(-c, 0) }
+
+// give returns c bytes admitted or reserved.
+func (b *Budget) give(c int64) { b.count(0, -c) }
 
 // partRead is told, for each part a reader takes, whether it had to wait for it.
 func (b *Budget) partRead(waited bool) {

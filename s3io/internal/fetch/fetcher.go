@@ -109,8 +109,8 @@ type part struct {
 	n    int64 // bytes requested
 	ramp bool  // a ramp part, which may be lent a larger buffer (Pool.getRamp)
 	// issuer is the budget of the fetcher that issued it, whose order it is admitted in;
-	// a part counted in another budget (its object adopted) is admitted without waiting
-	// for room there.
+	// a part counted in another budget (its object adopted) is admitted at once there
+	// (Budget.count), as a part of a frozen object is into the pool alone.
 	issuer *Budget
 	// turn is closed when the parts issued before it were admitted or abandoned; the
 	// part closes passTurn when it has been.
@@ -402,10 +402,11 @@ func (f *Fetcher) fetch(of *ObjectFetch, p *part) {
 // and one of an adopted object is counted in its new budget without waiting for room
 // there: its reader must not wait for the parts that budget's own fetcher issued later.
 func (f *Fetcher) admit(of *ObjectFetch, p *part) error {
+	dropped := func() error { return &ReadError{Offset: p.off, Attempts: 1, Err: of.ctx.Err()} }
 	select {
 	case <-p.turn:
 	case <-of.ctx.Done():
-		return &ReadError{Offset: p.off, Attempts: 1, Err: of.ctx.Err()}
+		return dropped()
 	}
 	for {
 		of.mu.Lock()
@@ -416,7 +417,7 @@ func (f *Fetcher) admit(of *ObjectFetch, p *part) error {
 		case b == nil:
 			ok = true
 		case b != p.issuer:
-			b.forceAdmit(p.class())
+			b.count(-p.class(), p.class())
 			ok = true
 		default:
 			ok, freed = b.admit(p.class())
@@ -431,7 +432,7 @@ func (f *Fetcher) admit(of *ObjectFetch, p *part) error {
 		select {
 		case <-freed:
 		case <-of.ctx.Done():
-			return &ReadError{Offset: p.off, Attempts: 1, Err: of.ctx.Err()}
+			return dropped()
 		}
 	}
 	// The pool is the worker's, shared with other readers: the next part's turn comes
@@ -451,7 +452,7 @@ func (f *Fetcher) admit(of *ObjectFetch, p *part) error {
 			p.b.give(p.class())
 			p.b = nil
 		}
-		return &ReadError{Offset: p.off, Attempts: 1, Err: of.ctx.Err()}
+		return dropped()
 	}
 	p.buf = buf
 	return nil

@@ -10,11 +10,12 @@ package fetch
 // are fetched once, by whichever fetcher got there first.
 
 // Freeze stops of's fetcher issuing parts for it and takes the parts it issued out of its
-// budget (those still waiting for their answer are admitted into the pool alone): their buffers stay in the pool, where they count against the worker's memory
-// cap, until a reader consumes them or the object is dropped. It unlinks of from the context
-// Bind gave it, so that the end of the read that bound it does not cancel its requests. A
-// frozen object waits for Adopt or Drop; a read of its stream meanwhile gets the parts
-// issued and then waits. It waits for the scheduler to let go of the object.
+// budget (those still waiting for their answer are admitted into the pool alone): their
+// buffers stay in the pool, where they count against the worker's memory cap, until a
+// reader consumes them or the object is dropped. It unlinks of from the context Bind gave
+// it, so that the end of the read that bound it does not cancel its requests. A frozen
+// object waits for Adopt or Drop; a read of its stream meanwhile gets the parts issued and
+// then waits. It waits for the scheduler to let go of the object.
 func (of *ObjectFetch) Freeze() {
 	if of.stopBind != nil {
 		of.stopBind()
@@ -69,10 +70,18 @@ func (f *Fetcher) Adopt(gets *Gets, of *ObjectFetch) {
 	of.f.Store(f)
 	of.gets = gets
 	for _, p := range of.live {
-		if p.b == nil && p.stage != abandoned {
-			p.b = f.budget
-			f.budget.force(p.class(), p.stage == promised)
+		if p.b != nil {
+			continue
 		}
+		switch p.stage {
+		case admitted:
+			f.budget.count(0, p.class())
+		case promised:
+			f.budget.count(p.class(), 0)
+		default:
+			continue // abandoned: counted nowhere
+		}
+		p.b = f.budget
 	}
 	if of.state != frozen {
 		return // issued whole, or dropped
