@@ -21,19 +21,15 @@ import (
 type Budget struct {
 	pool *Pool
 
-	mu       sync.Mutex
-	held     int64 // part classes admitted plus bytes reserved
+	mu sync.Mutex
+	// room counts the part classes admitted plus the bytes reserved against the limit, and
+	// wakes the scheduler and the part whose turn it is to be admitted, which may both be
+	// waiting for room.
+	room     room
 	promised int64 // part classes requested and not yet admitted
-	limit    int64
 	min, max int64
-	// demand is room a Reserve asked for and did not get: parts leave it free, so that
-	// what parts release goes to the borrower instead of to the next part.
-	demand  int64
-	blocked bool // the scheduler or a part waited for room since the limit last grew
-	ready   int  // parts in a row that were ready when the reader took them
-	// freed is closed, and replaced, whenever room is freed: the scheduler and the part
-	// whose turn it is to be admitted may both be waiting.
-	freed chan struct{}
+	blocked  bool // the scheduler or a part waited for room since the limit last grew
+	ready    int  // parts in a row that were ready when the reader took them
 
 	// observe, when set (by tests), is told the bytes held and the limit after every change.
 	observe func(held, limit int64)
@@ -51,33 +47,27 @@ const (
 // NewBudget returns a share of pool starting at initial bytes, moving between lo and hi.
 func NewBudget(pool *Pool, initial, lo, hi int64) *Budget {
 	lo = min(lo, hi)
-	return &Budget{pool: pool, limit: min(max(initial, lo), hi), min: lo, max: hi, freed: make(chan struct{})}
+	return &Budget{pool: pool, room: newRoom(min(max(initial, lo), hi)), min: lo, max: hi}
 }
 
 // Limit returns the bytes the budget currently admits.
 func (b *Budget) Limit() int64 {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	return b.limit
+	return b.room.limit
 }
 
 // Held returns the bytes admitted or reserved.
 func (b *Budget) Held() int64 {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	return b.held
+	return b.room.used
 }
 
 func (b *Budget) notify() {
 	if b.observe != nil {
-		b.observe(b.held, b.limit)
+		b.observe(b.room.used, b.room.limit)
 	}
-}
-
-// signal wakes whoever waits for room. b.mu is held.
-func (b *Budget) signal() {
-	close(b.freed)
-	b.freed = make(chan struct{})
 }
 
 // promise waits until a part of class c may be requested: what is admitted and promised,
@@ -87,13 +77,14 @@ func (b *Budget) signal() {
 func (b *Budget) promise(ctx context.Context, c int64) bool {
 	for {
 		b.mu.Lock()
-		if b.held+b.promised+c+b.demand <= 2*b.limit || b.held+b.promised == 0 {
+		r := &b.room
+		if r.used+b.promised+c+r.demand <= 2*r.limit || r.used+b.promised == 0 {
 			b.promised += c
 			b.mu.Unlock()
 			return true
 		}
 		b.blocked = true
-		freed := b.freed
+		freed := r.wait()
 		b.mu.Unlock()
 		select {
 		case <-freed:
@@ -108,14 +99,14 @@ func (b *Budget) promise(ctx context.Context, c int64) bool {
 func (b *Budget) admit(c int64) (bool, <-chan struct{}) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if b.held+c+b.demand <= b.limit || b.held == 0 {
+	if b.room.fits(c) {
 		b.promised -= c
-		b.held += c
+		b.room.take(c)
 		b.notify()
 		return true, nil
 	}
 	b.blocked = true
-	return false, b.freed
+	return false, b.room.wait()
 }
 
 // count adds promised and held (either may be negative) to what the budget counts, without
@@ -126,13 +117,19 @@ func (b *Budget) count(promised, held int64) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.promised += promised
-	b.held += held
-	if b.promised < 0 || b.held < 0 {
+	ok := b.promised >= 0
+	if held < 0 {
+		ok = b.room.give(-held) && ok // wakes the waiters
+	} else {
+		b.room.take(held)
+	}
+	if !ok {
 		panic(errors.New("s3io: read budget took back more than it handed out"))
 	}
 	b.notify()
-	if promised < 0 || held < 0 {
-		b.signal()
+	if promised < 0 {
+		// A promise given back is room too: the scheduler waits on what is promised.
+		b.room.wake()
 	}
 }
 
@@ -150,13 +147,13 @@ func (b *Budget) partRead(waited bool) {
 		b.ready++
 		if b.ready >= readyToShrink {
 			b.ready = 0
-			b.limit = max(b.min, b.limit-b.limit/shrinkDiv)
+			b.room.limit = max(b.min, b.room.limit-b.room.limit/shrinkDiv)
 			b.notify()
 		}
 		return
 	}
 	b.ready = 0
-	if b.blocked && b.limit < b.max {
+	if b.blocked && b.room.limit < b.max {
 		// The part was late and the scheduler had been held back by the limit: more bytes
 		// in flight would have had it here sooner.
 		b.blocked = false
@@ -166,9 +163,9 @@ func (b *Budget) partRead(waited bool) {
 
 // grow raises the limit by a quarter, up to the budget's bound. b.mu is held.
 func (b *Budget) grow() {
-	b.limit = min(b.max, b.limit+max(b.limit/growDiv, 1))
+	b.room.limit = min(b.max, b.room.limit+max(b.room.limit/growDiv, 1))
 	b.notify()
-	b.signal()
+	b.room.wake()
 }
 
 // Reserve takes n bytes of the budget, and of the pool, for something other than a part
@@ -181,9 +178,8 @@ func (b *Budget) grow() {
 func (b *Budget) Reserve(n, keep int64) bool {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if b.held+n+keep > b.limit {
-		b.demand = n
-		if b.limit < b.max {
+	if b.room.refuses(n, keep) {
+		if b.room.limit < b.max {
 			b.grow()
 		}
 		return false
@@ -191,7 +187,7 @@ func (b *Budget) Reserve(n, keep int64) bool {
 	if !b.pool.Reserve(n, keep) {
 		return false
 	}
-	b.held, b.demand = b.held+n, 0
+	b.room.reserve(n)
 	b.notify()
 	return true
 }

@@ -123,8 +123,8 @@ func TestBudgetReserve(t *testing.T) {
 	if b.Reserve(256<<10, 256<<10) {
 		t.Fatal("a reservation past the budget was granted")
 	}
-	if b.demand != 256<<10 || b.Limit() != 640<<10 {
-		t.Errorf("demand %d, limit %d after a refused reservation, want %d and the bound %d", b.demand, b.Limit(), 256<<10, 640<<10)
+	if b.room.demand != 256<<10 || b.Limit() != 640<<10 {
+		t.Errorf("demand %d, limit %d after a refused reservation, want %d and the bound %d", b.room.demand, b.Limit(), 256<<10, 640<<10)
 	}
 	b.Release(128 << 10)
 	if b.Held() != 0 || held(pool) != 0 {

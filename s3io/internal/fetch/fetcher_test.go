@@ -110,7 +110,7 @@ func (b *countedBody) Close() error {
 func held(p *Pool) int64 {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return p.held
+	return p.room.used
 }
 
 // settleGoroutines fails the test if goroutines of this package outlive their read; the

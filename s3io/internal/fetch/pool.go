@@ -20,16 +20,12 @@ const MinPartClass = 64 << 10
 // buffer larger than the whole limit is let through when nothing else is handed out, so
 // that one oversized part cannot stall the read.
 type Pool struct {
-	limit int64
-
-	mu    sync.Mutex
-	held  int64              // capacity of the buffers handed out
-	idle  int64              // capacity of the buffers in free
-	free  map[int64][][]byte // idle buffers by capacity
-	freed chan struct{}      // signalled by put
-	// demand is room a Reserve asked for and did not get: parts leave it free, so that
-	// what parts release goes to the borrower instead of to the next part.
-	demand int64
+	mu sync.Mutex
+	// room counts the capacity of the buffers handed out, and the bytes reserved, against
+	// the limit, and wakes the parts waiting for a buffer.
+	room room
+	idle int64              // capacity of the buffers in free
+	free map[int64][][]byte // idle buffers by capacity
 
 	// observe, when set (by tests), is told the bytes held after every change.
 	observe func(held int64)
@@ -37,7 +33,7 @@ type Pool struct {
 
 // NewPool returns a pool of at most limit bytes of buffers. Close frees what it keeps.
 func NewPool(limit int64) *Pool {
-	return &Pool{limit: limit, free: map[int64][][]byte{}, freed: make(chan struct{}, 1)}
+	return &Pool{room: newRoom(limit), free: map[int64][][]byte{}}
 }
 
 // partClass is the capacity of the buffer a part of n bytes is read into.
@@ -64,7 +60,7 @@ func (p *Pool) acquire(ctx context.Context, n int64, lend bool) ([]byte, bool) {
 	c := partClass(n)
 	for {
 		p.mu.Lock()
-		if p.held+c+p.demand <= p.limit || p.held == 0 {
+		if p.room.fits(c) {
 			b := p.take(c, lend)
 			p.mu.Unlock()
 			if b == nil && c > 0 {
@@ -72,9 +68,10 @@ func (p *Pool) acquire(ctx context.Context, n int64, lend bool) ([]byte, bool) {
 			}
 			return b[:n], true
 		}
+		freed := p.room.wait()
 		p.mu.Unlock()
 		select {
-		case <-p.freed:
+		case <-freed:
 		case <-ctx.Done():
 			return nil, false
 		}
@@ -88,7 +85,7 @@ func (p *Pool) take(c int64, lend bool) []byte {
 	if l := p.free[c]; len(l) > 0 {
 		return p.takeIdle(c)
 	}
-	if c > 0 && p.held+p.idle+c > p.limit {
+	if c > 0 && p.room.used+p.idle+c > p.room.limit {
 		// Mapping a buffer would free an idle one first. A reader's first parts after an
 		// idle spell are small (rampParts) while the idle buffers are full-size: freeing a
 		// full-size buffer for a small one, then mapping it again for the object's next,
@@ -113,7 +110,7 @@ func (p *Pool) take(c int64, lend bool) []byte {
 			return p.takeIdle(best)
 		}
 	}
-	p.held += c
+	p.room.take(c)
 	p.notify()
 	p.trimIdle()
 	return nil
@@ -133,7 +130,7 @@ func (p *Pool) takeIdle(c int64) []byte {
 	b := l[len(l)-1]
 	p.free[c] = l[:len(l)-1]
 	p.idle -= c
-	p.held += c
+	p.room.take(c)
 	p.notify()
 	return b
 }
@@ -141,7 +138,7 @@ func (p *Pool) takeIdle(c int64) []byte {
 // trimIdle frees idle buffers until what is held and idle fits the limit. p.mu is held.
 func (p *Pool) trimIdle() {
 	for class, l := range p.free {
-		for len(l) > 0 && p.held+p.idle > p.limit {
+		for len(l) > 0 && p.room.used+p.idle > p.room.limit {
 			freePart(l[len(l)-1])
 			l = l[:len(l)-1]
 			p.idle -= class
@@ -157,28 +154,22 @@ func (p *Pool) put(b []byte) {
 		return
 	}
 	p.mu.Lock()
-	p.held -= c
-	if p.held < 0 {
-		p.mu.Unlock()
+	defer p.mu.Unlock()
+	if !p.room.give(c) {
 		panic(errors.New("s3io: part pool took back more than it handed out"))
 	}
 	p.notify()
-	if p.held+p.idle+c <= p.limit {
+	if p.room.used+p.idle+c <= p.room.limit {
 		p.free[c] = append(p.free[c], b[:c])
 		p.idle += c
 	} else {
 		freePart(b[:c]) // an oversized buffer, let through alone
 	}
-	p.mu.Unlock()
-	select {
-	case p.freed <- struct{}{}:
-	default:
-	}
 }
 
 func (p *Pool) notify() {
 	if p.observe != nil {
-		p.observe(p.held)
+		p.observe(p.room.used)
 	}
 }
 
@@ -203,11 +194,10 @@ func (p *Pool) Close() {
 func (p *Pool) Reserve(n, keep int64) bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.held+n+keep > p.limit {
-		p.demand = n
+	if p.room.refuses(n, keep) {
 		return false
 	}
-	p.held, p.demand = p.held+n, 0
+	p.room.reserve(n)
 	p.notify()
 	p.trimIdle()
 	return true
@@ -216,17 +206,11 @@ func (p *Pool) Reserve(n, keep int64) bool {
 // Release gives back n bytes Reserve took.
 func (p *Pool) Release(n int64) {
 	p.mu.Lock()
-	p.held -= n
-	if p.held < 0 {
-		p.mu.Unlock()
+	defer p.mu.Unlock()
+	if !p.room.give(n) {
 		panic(errors.New("s3io: part pool released more than was reserved"))
 	}
 	p.notify()
-	p.mu.Unlock()
-	select {
-	case p.freed <- struct{}{}:
-	default:
-	}
 }
 
 // workerPools are the pools readers in this process share, by limit: a worker's concurrent

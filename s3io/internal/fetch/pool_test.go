@@ -70,7 +70,7 @@ func TestPoolReuse(t *testing.T) {
 	// Buffers of one class evict the idle one of another, more than maxLendOther times
 	// larger, which is not lent to them.
 	p.mu.Lock()
-	p.limit = 8 * unit
+	p.room.limit = 8 * unit
 	p.mu.Unlock()
 	big, _ := p.get(ctx, 8*unit)
 	p.put(big)
@@ -83,8 +83,8 @@ func TestPoolReuse(t *testing.T) {
 		small = append(small, s)
 	}
 	p.mu.Lock()
-	if p.held+p.idle > p.limit {
-		t.Errorf("held %d + idle %d bytes exceed the limit %d", p.held, p.idle, p.limit)
+	if p.room.used+p.idle > p.room.limit {
+		t.Errorf("held %d + idle %d bytes exceed the limit %d", p.room.used, p.idle, p.room.limit)
 	}
 	p.mu.Unlock()
 	for _, s := range small {
@@ -125,8 +125,8 @@ func TestPoolReserve(t *testing.T) {
 		p.put(b)
 	}
 	p.Release(5 * mib)
-	if p.held != 0 {
-		t.Fatalf("held %d after every release, want 0", p.held)
+	if p.room.used != 0 {
+		t.Fatalf("held %d after every release, want 0", p.room.used)
 	}
 	defer func() {
 		if recover() == nil {
@@ -149,8 +149,8 @@ func TestPoolLendsRampParts(t *testing.T) {
 		t.Fatalf("a ramp part got a buffer of %d bytes (len %d), want the idle one of %d lent", cap(small), len(small), 8*unit)
 	}
 	p.mu.Lock()
-	if p.held != 8*unit || p.idle != 0 {
-		t.Errorf("held %d idle %d while lent, want %d 0", p.held, p.idle, 8*unit)
+	if p.room.used != 8*unit || p.idle != 0 {
+		t.Errorf("held %d idle %d while lent, want %d 0", p.room.used, p.idle, 8*unit)
 	}
 	p.mu.Unlock()
 	p.put(small)
@@ -174,8 +174,8 @@ func TestPoolLendsRampParts(t *testing.T) {
 	}
 	for _, pl := range []*Pool{p, q} {
 		pl.mu.Lock()
-		if pl.held != 0 || pl.held+pl.idle > pl.limit {
-			t.Errorf("held %d idle %d limit %d after every buffer came back", pl.held, pl.idle, pl.limit)
+		if pl.room.used != 0 || pl.room.used+pl.idle > pl.room.limit {
+			t.Errorf("held %d idle %d limit %d after every buffer came back", pl.room.used, pl.idle, pl.room.limit)
 		}
 		pl.mu.Unlock()
 	}
