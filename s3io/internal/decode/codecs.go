@@ -120,64 +120,69 @@ func (s *codecStream) Read(p []byte) (int, error) {
 	return n, decodeError(s.format, err, s.src)
 }
 
-// openCodec opens the codecs other than gzip and zstd. head is the object's first bytes,
+// The open functions of codecTable's rows, gzip's and zstd's in decompressors.go: each
+// returns its codec's decoder over stream, reusing d's; head is the object's first bytes,
 // which stream starts with.
-func (d *Decompressors) openCodec(comp Compression, head []byte, stream io.Reader) (io.Reader, error) {
-	fetched := &d.src
-	switch comp {
-	case Bzip2:
-		// The standard library's reader has no Reset; it reads every concatenated stream
-		// (one per block from pbzip2) to the end, and each stream's end-of-stream marker
-		// and CRC, so a cut is an io.ErrUnexpectedEOF. Bytes after a stream's end that are
-		// not another stream's "BZh" header are corruption. It reads its input a byte at a
-		// time: given the reused buffer (an io.ByteReader), it takes it as it is rather
-		// than wrapping stream in a fresh 4 KiB bufio.Reader per object.
-		return &codecStream{r: bzip2.NewReader(d.buffered(stream)), format: "bzip2", src: fetched}, nil
-	case Xz:
-		return d.openXz(head, stream)
-	case Lz4:
-		// Frames are read one after another to the end of the object; each ends with an
-		// end mark, so a cut is an io.ErrUnexpectedEOF. Blocks are at most 4 MiB: no
-		// window to bound.
-		if d.lz == nil {
-			d.lz = lz4.NewReader(nil)
-		}
-		d.lz.Reset(stream)
-		return &codecStream{r: d.lz, format: "lz4", src: fetched}, nil
-	case Snappy:
-		// The Snappy framing format: chunks of at most 64 KiB, each with a CRC. The format
-		// has no end marker: a cut between two chunks is not detectable in the stream
-		// (the fetch checks the object's length), a cut inside one is corruption.
-		if d.sz == nil {
-			d.sz = s2.NewReader(nil, s2.ReaderMaxBlockSize(64<<10))
-		}
-		d.sz.Reset(stream)
-		return &codecStream{r: d.sz, format: "snappy", src: fetched}, nil
-	case Zlib:
-		return d.openZlib(stream)
-	case Deflate:
-		br := d.buffered(stream)
-		if d.fl == nil {
-			d.fl = flate.NewReader(br)
-		} else if err := d.fl.(flate.Resetter).Reset(br, nil); err != nil {
-			return nil, decodeError("deflate", err, fetched)
-		}
-		return &codecStream{r: d.fl, format: "deflate", src: fetched, br: br}, nil
-	case Brotli:
-		limit := d.maxWindow()
-		if w := brotliWindow(head); w > limit {
-			return nil, windowError("brotli stream", w, limit)
-		}
-		if d.br == nil {
-			// Large-window streams (RFC 9841, brotli --large_window) are read when their
-			// window is within the bound, which brotliWindow checked.
-			d.br = brotli.NewReaderOptions(stream, brotli.ReaderOptions{LargeWindow: true})
-		} else {
-			d.br.Reset(stream)
-		}
-		return &codecStream{r: d.br, format: "brotli", src: fetched}, nil
+
+// openBzip2 returns the bzip2 decoder. The standard library's reader has no Reset; it reads
+// every concatenated stream (one per block from pbzip2) to the end, and each stream's
+// end-of-stream marker and CRC, so a cut is an io.ErrUnexpectedEOF. Bytes after a stream's
+// end that are not another stream's "BZh" header are corruption. It reads its input a byte
+// at a time: given the reused buffer (an io.ByteReader), it takes it as it is rather than
+// wrapping stream in a fresh 4 KiB bufio.Reader per object.
+func (d *Decompressors) openBzip2(_ []byte, stream io.Reader) (io.Reader, error) {
+	return &codecStream{r: bzip2.NewReader(d.buffered(stream)), format: "bzip2", src: &d.src}, nil
+}
+
+// openLz4 returns the lz4 frame decoder: frames are read one after another to the end of
+// the object; each ends with an end mark, so a cut is an io.ErrUnexpectedEOF. Blocks are at
+// most 4 MiB: no window to bound.
+func (d *Decompressors) openLz4(_ []byte, stream io.Reader) (io.Reader, error) {
+	if d.lz == nil {
+		d.lz = lz4.NewReader(nil)
 	}
-	return stream, nil
+	d.lz.Reset(stream)
+	return &codecStream{r: d.lz, format: "lz4", src: &d.src}, nil
+}
+
+// openSnappy returns the decoder of the Snappy framing format: chunks of at most 64 KiB,
+// each with a CRC. The format has no end marker: a cut between two chunks is not detectable
+// in the stream (the fetch checks the object's length), a cut inside one is corruption.
+func (d *Decompressors) openSnappy(_ []byte, stream io.Reader) (io.Reader, error) {
+	if d.sz == nil {
+		d.sz = s2.NewReader(nil, s2.ReaderMaxBlockSize(64<<10))
+	}
+	d.sz.Reset(stream)
+	return &codecStream{r: d.sz, format: "snappy", src: &d.src}, nil
+}
+
+// openDeflate returns the raw deflate decoder, reading the reused buffer byte by byte so
+// that bytes after the stream's end are seen (codecStream's exact mode).
+func (d *Decompressors) openDeflate(_ []byte, stream io.Reader) (io.Reader, error) {
+	br := d.buffered(stream)
+	if d.fl == nil {
+		d.fl = flate.NewReader(br)
+	} else if err := d.fl.(flate.Resetter).Reset(br, nil); err != nil {
+		return nil, decodeError("deflate", err, &d.src)
+	}
+	return &codecStream{r: d.fl, format: "deflate", src: &d.src, br: br}, nil
+}
+
+// openBrotli returns the brotli decoder; a stream whose window (in head) exceeds the bound
+// is refused before decoding.
+func (d *Decompressors) openBrotli(head []byte, stream io.Reader) (io.Reader, error) {
+	limit := d.maxWindow()
+	if w := brotliWindow(head); w > limit {
+		return nil, windowError("brotli stream", w, limit)
+	}
+	if d.br == nil {
+		// Large-window streams (RFC 9841, brotli --large_window) are read when their
+		// window is within the bound, which brotliWindow checked.
+		d.br = brotli.NewReaderOptions(stream, brotli.ReaderOptions{LargeWindow: true})
+	} else {
+		d.br.Reset(stream)
+	}
+	return &codecStream{r: d.br, format: "brotli", src: &d.src}, nil
 }
 
 // openXz returns the xz decoder over stream, reusing d's while its dictionary bound holds;
@@ -217,7 +222,7 @@ func (d *Decompressors) openXz(head []byte, stream io.Reader) (io.Reader, error)
 }
 
 // openZlib returns the zlib decoder over stream, reusing d's.
-func (d *Decompressors) openZlib(stream io.Reader) (io.Reader, error) {
+func (d *Decompressors) openZlib(_ []byte, stream io.Reader) (io.Reader, error) {
 	fetched := &d.src
 	br := d.buffered(stream)
 	// The reader reads the 2-byte header here; a failed NewReader returns no reader,

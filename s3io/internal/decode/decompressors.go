@@ -85,34 +85,28 @@ func (s *source) Read(p []byte) (int, error) {
 // surfaces as its own error.
 func (d *Decompressors) Open(mode Compression, key string, src io.Reader) (io.Reader, Compression, error) {
 	d.src = source{r: src}
-	fetched := &d.src
-	comp, head, stream, empty, err := sniff(mode, key, fetched)
+	comp, head, stream, empty, err := sniff(mode, key, &d.src)
 	if err != nil || empty {
 		return stream, comp, err
 	}
 	if IsUnsupported(comp) {
 		return nil, comp, UnsupportedError(comp)
 	}
-	switch comp {
-	case Gzip:
-		s, err := d.openGzip(stream, fetched)
-		return s, comp, err
-	case Zstd:
-		s, err := d.openZstd(head, stream, fetched)
-		return s, comp, err
-	case Tar, Zip, None:
-		return stream, comp, nil
+	c := lookup(comp)
+	if c == nil || c.open == nil {
+		return stream, comp, nil // None, Tar and Zip (the caller reads the archive)
 	}
-	s, err := d.openCodec(comp, head, stream)
+	s, err := c.open(d, head, stream)
 	if err != nil {
 		return nil, comp, err
 	}
 	return s, comp, nil
 }
 
-// openGzip returns the gzip decoder over stream, reusing d's; fetched counts the stored
+// openGzip returns the gzip decoder over stream, reusing d's; d.src counts the stored
 // bytes it read, for its errors.
-func (d *Decompressors) openGzip(stream io.Reader, fetched *source) (io.Reader, error) {
+func (d *Decompressors) openGzip(_ []byte, stream io.Reader) (io.Reader, error) {
+	fetched := &d.src
 	if d.Checkpoints != nil {
 		return OpenGzip(stream, d.Checkpoints)
 	}
@@ -137,7 +131,8 @@ func (d *Decompressors) openGzip(stream io.Reader, fetched *source) (io.Reader, 
 // The first frame's header (in head) is checked here, so that a window above the bound or a
 // dictionary is refused by its size or id; a later frame's is refused by the decoder, which
 // zstdStream classifies.
-func (d *Decompressors) openZstd(head []byte, stream io.Reader, fetched *source) (io.Reader, error) {
+func (d *Decompressors) openZstd(head []byte, stream io.Reader) (io.Reader, error) {
+	fetched := &d.src
 	limit := d.maxWindow()
 	if err := zstdRefusal(head, limit); err != nil {
 		return nil, err

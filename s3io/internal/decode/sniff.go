@@ -39,109 +39,50 @@ const (
 	Zip Compression = "zip"
 )
 
-// Codecs lists the modes a Config may name, in the order documentation lists them.
-var Codecs = []Compression{Auto, None, Gzip, Zstd, Bzip2, Xz, Lz4, Snappy, Zlib, Deflate, Brotli}
+// Codecs lists the modes a Config may name, in the order documentation lists them: Auto,
+// then codecTable's rows a Config may ask for.
+var Codecs = modes()
 
 // ErrUnsupported marks an object in a format the reader does not read (7z, rar, .Z, a zstd
 // frame needing a dictionary, an encrypted zip entry, a window above the limit): it is
 // refused by name, never framed as if it were text.
 var ErrUnsupported = errors.New("s3io: unsupported format")
 
-// unsupported is the Compression Detect gives an object the reader refuses; Open fails it
-// with an ErrUnsupported error naming the format and what to do.
-type unsupported struct {
-	format string // "7z", "rar", …
-	advice string
-}
-
-// unsupportedPrefix marks an unsupported format's Compression value.
+// unsupportedPrefix starts the Compression Detect gives an object in a format the reader
+// refuses, followed by the format as the error names it ("a 7z archive"). Each such format
+// is a row of codecTable, with the advice UnsupportedError gives.
 const unsupportedPrefix = "unsupported:"
-
-var refused = map[string]unsupported{}
 
 // IsUnsupported reports whether c is a format Detect refuses.
 func IsUnsupported(c Compression) bool { return strings.HasPrefix(string(c), unsupportedPrefix) }
 
 // UnsupportedError returns the error an object Detect refused as c fails with.
 func UnsupportedError(c Compression) error {
-	u := refused[string(c)]
-	return fmt.Errorf("%w: the object is %s, which s3io does not read; %s", ErrUnsupported, u.format, u.advice)
+	var format, advice string
+	if k := lookup(c); k != nil && IsUnsupported(c) {
+		format, advice = strings.TrimPrefix(string(c), unsupportedPrefix), k.advice
+	}
+	return fmt.Errorf("%w: the object is %s, which s3io does not read; %s", ErrUnsupported, format, advice)
 }
 
-func refuse(format, advice string) Compression {
-	c := Compression(unsupportedPrefix + format)
-	refused[string(c)] = unsupported{format: format, advice: advice}
-	return c
-}
-
+// The magic bytes the unit finders look for too (units.go); the other formats' are in
+// their codecTable rows.
 var (
-	sevenZ   = refuse("a 7z archive", "repack it as .tar.zst, .tar.xz or .zip (7z x, then tar)")
-	rar      = refuse("a RAR archive", "repack it as .tar.zst or .zip (unrar x, then tar)")
-	lzma     = refuse("a legacy .lzma (LZMA-alone) stream", "recompress it as .xz (xz -d, then xz)")
-	compress = refuse("a Unix compress (.Z, LZW) stream", "recompress it as .gz (uncompress, then gzip)")
-	lzip     = refuse("an lzip (.lz) stream", "recompress it as .xz or .zst (lzip -d, then xz or zstd)")
-	lzo      = refuse("an lzop (.lzo) stream", "recompress it as .lz4 or .zst (lzop -d, then lz4 or zstd)")
-	lz4Block = refuse("a legacy lz4 stream (lz4 -l)", "recompress it in the lz4 frame format (lz4 -d, then lz4 without -l)")
-)
-
-// magic bytes, each at the start of the stored object unless noted.
-var (
-	gzipMagic      = []byte{0x1f, 0x8b}
-	zstdMagic      = []byte{0x28, 0xb5, 0x2f, 0xfd}
-	bzip2Magic     = []byte("BZh")
-	xzMagic        = []byte{0xfd, '7', 'z', 'X', 'Z', 0x00}
-	lz4Magic       = []byte{0x04, 0x22, 0x4d, 0x18}
-	lz4LegacyMagic = []byte{0x02, 0x21, 0x4c, 0x18}
-	snappyMagic    = []byte{0xff, 0x06, 0x00, 0x00, 's', 'N', 'a', 'P', 'p', 'Y'}
-	zipMagic       = []byte("PK\x03\x04")
-	zipEmptyMagic  = []byte("PK\x05\x06")
-	sevenZMagic    = []byte{'7', 'z', 0xbc, 0xaf, 0x27, 0x1c}
-	rarMagic       = []byte("Rar!\x1a\x07")
-	compressMagic  = []byte{0x1f, 0x9d}
-	lzipMagic      = []byte("LZIP")
-	lzoMagic       = []byte{0x89, 'L', 'Z', 'O', 0x00, 0x0d, 0x0a, 0x1a, 0x0a}
+	gzipMagic  = []byte{0x1f, 0x8b}
+	zstdMagic  = []byte{0x28, 0xb5, 0x2f, 0xfd}
+	bzip2Magic = []byte("BZh")
 )
 
 // MagicLen is how many leading bytes of an object Detect needs to tell the formats apart:
 // a tar is known by its first header block's checksum, which covers all 512 bytes.
 const MagicLen = 512
 
-// extensions maps a key's last extension (or the compound ones) to its format. Compound tar
-// names (.tgz) decode as their codec; the tar inside is found after decompression.
-var extensions = []struct {
-	suffix string
-	comp   Compression
-	tar    bool // a tar's name (.tar, .tgz): the tar inside is read as its entries
-}{
-	{".gz", Gzip, false}, {".gzip", Gzip, false}, {".tgz", Gzip, true},
-	{".zst", Zstd, false}, {".zstd", Zstd, false}, {".tzst", Zstd, true},
-	{".bz2", Bzip2, false}, {".bzip2", Bzip2, false}, {".tbz2", Bzip2, true}, {".tbz", Bzip2, true},
-	{".xz", Xz, false}, {".txz", Xz, true},
-	{".lz4", Lz4, false},
-	{".sz", Snappy, false},
-	{".zz", Zlib, false}, {".zlib", Zlib, false},
-	{".deflate", Deflate, false},
-	{".br", Brotli, false},
-	{".tar", Tar, true},
-	{".zip", Zip, false},
-	{".7z", sevenZ, false},
-	{".rar", rar, false},
-	{".lzma", lzma, false},
-	{".z", compress, false}, // .Z; keys are compared lower-cased
-	{".lz", lzip, false},
-	{".lzo", lzo, false},
-}
-
 // NamesTar reports whether key names a tar, plain or compressed (.tar, .tar.gz, .tgz,
 // .tar.zst, .tbz2, ...): its records are its entries', found after decompression.
 func NamesTar(key string) bool {
 	lower := strings.ToLower(key)
-	for _, e := range extensions {
-		if strings.HasSuffix(lower, e.suffix) {
-			return e.tar || strings.HasSuffix(strings.TrimSuffix(lower, e.suffix), ".tar")
-		}
-	}
-	return false
+	_, suffix, tar := byExtension(lower)
+	return suffix != "" && (tar || strings.HasSuffix(strings.TrimSuffix(lower, suffix), ".tar"))
 }
 
 // Detect decides how to decode the object key whose first bytes are head (up to MagicLen of
@@ -151,52 +92,10 @@ func Detect(mode Compression, key string, head []byte) Compression {
 	if mode != Auto {
 		return mode
 	}
-	lower := strings.ToLower(key)
-	for _, e := range extensions {
-		if strings.HasSuffix(lower, e.suffix) {
-			return e.comp
-		}
+	if comp, suffix, _ := byExtension(strings.ToLower(key)); suffix != "" {
+		return comp
 	}
 	return detectMagic(head)
-}
-
-// detectMagic names the format whose magic bytes head starts with, else None.
-func detectMagic(head []byte) Compression {
-	switch {
-	case bytes.HasPrefix(head, gzipMagic):
-		return Gzip
-	case bytes.HasPrefix(head, zstdMagic):
-		return Zstd
-	case isZstdSkippable(head):
-		return Zstd // a skippable frame (a seek table, metadata) before the data frames
-	case bytes.HasPrefix(head, xzMagic):
-		return Xz
-	case bytes.HasPrefix(head, lz4Magic):
-		return Lz4
-	case bytes.HasPrefix(head, snappyMagic):
-		return Snappy
-	case bytes.HasPrefix(head, zipMagic), bytes.HasPrefix(head, zipEmptyMagic):
-		return Zip
-	case bytes.HasPrefix(head, sevenZMagic):
-		return sevenZ
-	case bytes.HasPrefix(head, rarMagic):
-		return rar
-	case bytes.HasPrefix(head, compressMagic):
-		return compress
-	case bytes.HasPrefix(head, lzipMagic):
-		return lzip
-	case bytes.HasPrefix(head, lzoMagic):
-		return lzo
-	case bytes.HasPrefix(head, lz4LegacyMagic):
-		return lz4Block
-	case isBzip2(head):
-		return Bzip2
-	case isZlib(head):
-		return Zlib
-	case IsTar(head):
-		return Tar
-	}
-	return None
 }
 
 // isBzip2 checks "BZh", a block size digit and the first block's or the end-of-stream magic:

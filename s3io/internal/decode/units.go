@@ -24,7 +24,11 @@ import (
 // start at: gzip members, zstd frames and bzip2 streams (pbzip2 writes one per 900 kB
 // block; the blocks inside a stream are not byte-aligned, so a one-stream file is one unit).
 // xz blocks are not cut (yet): they need the xz index to find.
-func UnitsSegmentable(c Compression) bool { return c == Gzip || c == Zstd || c == Bzip2 }
+// The rows of codecTable say which (units).
+func UnitsSegmentable(c Compression) bool {
+	k := lookup(c)
+	return k != nil && k.units
+}
 
 // unitProofBytes is how much a candidate unit must decode without error to count as a unit
 // start, unless it ends cleanly before (a gzip member whose CRC and length check, or the
