@@ -9,7 +9,7 @@ import (
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/sdf"
 
-	"github.com/spate-io/beam-s3/s3io/internal/decode"
+	"github.com/spate-io/beam-s3/s3io/internal/member"
 )
 
 // RecordBatch is consecutive records of one object, in order, as ReadBatches emits them:
@@ -126,7 +126,7 @@ func (fn *readBatchesFn) FinishBundle(ctx context.Context, _ func(RecordBatch), 
 
 // batcher gathers the records of one member into batches, claims each with one claimRun
 // and emits the granted prefix. The pending record slices point into the framer's slabs,
-// which are never written again, so they stay valid after their decode.Batch is recycled.
+// which are never written again, so they stay valid after their member.Batch is recycled.
 type batcher struct {
 	d                 SplitDescriptor
 	emit              func(RecordBatch)
@@ -136,7 +136,7 @@ type batcher struct {
 	m        int
 	owned    int64 // the last record of m claimed: the member's opening claim took the first
 	seekable bool
-	cps      *decode.Checkpoints // m's read's inflate checkpoints
+	log      *member.Log // the resume points of m's read
 	emitted  int64
 
 	recs         [][]byte
@@ -197,7 +197,7 @@ func (b *batcher) flush(rt *sdf.LockRTracker) (cut bool) {
 	granted := skip
 	if skip < n {
 		c := &b.claim
-		*c = runClaim{Member: b.m, From: b.start + int64(skip), Ends: b.ends[skip:], Stored: b.stored[skip:], Hint: b.hint, Seekable: b.seekable, Cps: b.cps}
+		*c = runClaim{Member: b.m, From: b.start + int64(skip), Ends: b.ends[skip:], Stored: b.stored[skip:], Hint: b.hint, Seekable: b.seekable, Log: b.log}
 		granted += claimRunLocked(rt, c)
 	}
 	if granted > 0 {
@@ -226,15 +226,15 @@ func (fn *reader) emitBatches(d SplitDescriptor, emit func(RecordBatch)) memberE
 		defer func() {
 			mc.next, mc.emitted = idx, bt.emitted
 			// What was not copied is dropped: nothing reads them now.
-			decode.ReleaseSlabs(held)
-			decode.ReleaseSlabs(cur)
+			member.ReleaseSlabs(held)
+			member.ReleaseSlabs(cur)
 			held, cur = held[:0], nil
 		}()
 		for {
-			b := mr.frames.Next()
+			b := mr.r.Next()
 			from := idx // the index of b's first record
 			cur = b.Retired
-			bt.seekable, bt.cps = b.Seekable, mr.cps
+			bt.seekable, bt.log = b.Seekable, mr.r.Log()
 			for i, rec := range b.Records {
 				if idx < first {
 					mc.skipped, mc.skippedEnd = mc.skipped+1, b.Ends[i]
@@ -246,12 +246,12 @@ func (fn *reader) emitBatches(d SplitDescriptor, emit func(RecordBatch)) memberE
 					return true, nil
 				}
 				if len(held) > 0 && (len(bt.recs) == 0 || bt.start >= from) {
-					decode.ReleaseSlabs(held)
+					member.ReleaseSlabs(held)
 					held = held[:0]
 				}
 				idx++
 			}
-			if (b.Err != nil || !mr.frames.Ready()) && bt.flush(rt) {
+			if (b.Err != nil || !mr.r.Ready()) && bt.flush(rt) {
 				idx = bt.owned + 1
 				return true, nil
 			}
@@ -263,10 +263,10 @@ func (fn *reader) emitBatches(d SplitDescriptor, emit func(RecordBatch)) memberE
 			}
 			held, cur = append(held, cur...), nil
 			if len(bt.recs) == 0 {
-				decode.ReleaseSlabs(held)
+				member.ReleaseSlabs(held)
 				held = held[:0]
 			}
-			mr.frames.Recycle(b)
+			mr.r.Recycle(b)
 			rd.followSplit(ctx, rt)
 		}
 	}

@@ -128,7 +128,7 @@ func checkBatcherConcurrent(t *testing.T, seed uint64) (splits, cut, hinted int)
 			idx := int64(0)
 			if m == rest.Start.Member {
 				first = rest.Start.Index
-				if h := rest.Resume; h.known() {
+				if h := rest.Resume; h.Known() {
 					hinted++
 					if h.Index > count(m) || offsets[m][h.Index] != h.Offset || !h.Seekable {
 						t.Fatalf("seed %d: hint %+v for member %d, whose record %d starts at %d", seed, h, m, h.Index, offsets[m][min(h.Index, count(m))])
@@ -136,7 +136,7 @@ func checkBatcherConcurrent(t *testing.T, seed uint64) (splits, cut, hinted int)
 					idx = h.Index
 				}
 			}
-			if !rt.TryClaim(&readerClaim{position: position{Member: m, Index: first}, end: -1}) {
+			if !rt.TryClaim(position{Member: m, Index: first}) {
 				break
 			}
 			bt.open(m, first)
@@ -213,7 +213,7 @@ func firstDiff(got, want []string) string {
 func TestClaimRunGrantsThePrefixBeforeTheEnd(t *testing.T) {
 	d := SplitDescriptor{Members: []Member{{Key: "a", Size: 1000}, {Key: "b", Size: 1000}}}
 	tr := newTracker(fullRestriction(d))
-	if !tr.TryClaim(&readerClaim{position: position{Member: 0}, end: -1}) {
+	if !tr.TryClaim(position{Member: 0}) {
 		t.Fatal("opening claim failed")
 	}
 	if got := tr.claimRun(&runClaim{Member: 0, From: 1, Ends: []int64{20, 30, 40}, Stored: []int64{100, 100, 100}, Hint: true, Seekable: true}); got != 3 {
@@ -233,7 +233,7 @@ func TestClaimRunGrantsThePrefixBeforeTheEnd(t *testing.T) {
 	tr = newTracker(fullRestriction(d))
 	tr.rest.End = position{Member: 1, Index: 2}
 	tr.rest.Sizes = []int64{1000, 500}
-	tr.TryClaim(&readerClaim{position: position{Member: 1}, end: -1})
+	tr.TryClaim(position{Member: 1})
 	if got := tr.claimRun(&runClaim{Member: 1, From: 1, Ends: []int64{10, 20, 30}, Stored: []int64{5, 6, 7}, Hint: true}); got != 1 {
 		t.Fatalf("claimRun across the end granted %d, want 1", got)
 	}

@@ -11,7 +11,7 @@ import (
 func BenchmarkTrackerClaim(b *testing.B) {
 	rt := sdf.NewLockRTracker(newTracker(restriction{End: position{Member: 1}, Sizes: []int64{1}}))
 	b.ReportAllocs()
-	claim := &position{}
+	claim := position{}
 	for b.Loop() {
 		if !rt.TryClaim(claim) {
 			b.Fatal("claim failed")

@@ -12,6 +12,7 @@ import (
 	"github.com/spate-io/beam-s3/s3io/internal/decode"
 	"github.com/spate-io/beam-s3/s3io/internal/fetch"
 	"github.com/spate-io/beam-s3/s3io/internal/listing"
+	"github.com/spate-io/beam-s3/s3io/internal/member"
 )
 
 // Compression names how object bytes are decompressed before framing.
@@ -485,6 +486,18 @@ func (c *Config) newBudget(pool *fetch.Pool) *fetch.Budget {
 // decoding returns how many objects a reader decodes ahead of the one it emits, and the
 // bytes of framed records each may hold.
 func (c *Config) decoding() (ahead, windowBytes int) { return decodeAhead, decodeWindowBytes }
+
+// memberReader is what a reader instance reads members with, as c says: framed by
+// newFramer, a slow decoder borrowing from budget, slabs recycled when copies is set.
+func (c *Config) memberReader(newFramer func() RecordFramer, budget *fetch.Budget, copies bool) *member.Reader {
+	_, window := c.decoding()
+	return &member.Reader{
+		NewFramer: func() decode.Framer { return newFramer() }, Compression: string(c.Compression),
+		MaxRecordBytes: c.MaxRecordBytes, SkipHeaderRecords: c.SkipHeaderRecords,
+		CheckpointBytes: c.CheckpointBytes, MaxDecoderWindowBytes: c.MaxDecoderWindowBytes,
+		WindowBytes: window, Budget: budget, BudgetBytes: c.fetchBudget(), RecycleSlabs: copies,
+	}
+}
 
 // fetchSettings are what c says of the fetch layer's reads.
 func (c *Config) fetchSettings() fetch.Settings {

@@ -80,7 +80,7 @@ func TestCSVThroughSplits(t *testing.T) {
 					}
 				})
 				// The hint is at the end of the run of claims holding record 1111.
-				if !residual.Resume.known() || residual.Resume.Index < 1111 || residual.Resume.Index > residual.Start.Index {
+				if !residual.Resume.Known() || residual.Resume.Index < 1111 || residual.Resume.Index > residual.Start.Index {
 					t.Fatalf("split %v: residual resume %+v, want a hint from record 1111 to %d", fraction, residual.Resume, residual.Start.Index)
 				}
 				rest := f.run(t, residual, nil)
@@ -107,7 +107,7 @@ func TestJSONArrayCloudTrail(t *testing.T) {
 	}
 	var residual restriction
 	primary := f.run(t, fullRestriction(f.desc), checkpointAfter(t, 777, &residual))
-	if residual.Resume.known() || residual.Start.Index < 777 || residual.Start.Index != int64(len(primary)) {
+	if residual.Resume.Known() || residual.Start.Index < 777 || residual.Start.Index != int64(len(primary)) {
 		t.Fatalf("residual %+v: want a start at the end of the run of claims holding record 777 (%d), and no byte hint", residual, len(primary))
 	}
 	rest := f.run(t, residual, nil)

@@ -6,8 +6,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/spate-io/beam-s3/s3io/internal/decode"
 	"github.com/spate-io/beam-s3/s3io/internal/fetch"
+	"github.com/spate-io/beam-s3/s3io/internal/member"
 )
 
 // The handover store. A runner moves a reader's work elsewhere whenever it likes: a dynamic
@@ -238,7 +238,7 @@ func dropFrom(fn *reader) {
 // split took it, or the read ended before it).
 func (rd *restrictionRead) handOverRead(h *handed) {
 	h.rd = nil
-	if h.mr != nil && h.pending == nil && h.m == rd.start.Member && (rd.start.Index > 0 || rd.hint.known()) {
+	if h.mr != nil && h.pending == nil && h.m == rd.start.Member && (rd.start.Index > 0 || rd.hint.Known()) {
 		h.mr.finish(context.Background()) // it began inside the member: no other read starts there
 		return
 	}
@@ -248,7 +248,7 @@ func (rd *restrictionRead) handOverRead(h *handed) {
 // pendingBatch is where a member's decoding stands when a split stops its read inside it:
 // b, the batch being emitted, whose record at is idx, the residual's first.
 type pendingBatch struct {
-	b   *decode.Batch
+	b   *member.Batch
 	at  int
 	idx int64
 }
@@ -256,7 +256,7 @@ type pendingBatch struct {
 // handOverInside puts mr, the read of member m stopped by a split at record idx (the
 // record at of batch b), in the store: the residual that starts at idx emits from there,
 // with neither a GET nor a decode again.
-func (rd *restrictionRead) handOverInside(mr *memberRead, b *decode.Batch, at int, idx int64) {
+func (rd *restrictionRead) handOverInside(mr *memberRead, b *member.Batch, at int, idx int64) {
 	k := rd.fn.ahead.handKey(fetchKey{bucket: rd.d.Bucket, obj: rd.d.Members[mr.m].object()})
 	handOver(&handed{key: k, of: mr.of, mr: mr, from: rd.fn, id: rd.d.ID, m: mr.m, pending: &pendingBatch{b, at, idx}})
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/graph/window"
 
 	"github.com/spate-io/beam-s3/s3io/internal/fetch"
+	"github.com/spate-io/beam-s3/s3io/internal/member"
 )
 
 // Looking ahead across restrictions. Beam hands a DoFn one element at a time and never shows
@@ -254,7 +255,7 @@ func (a *aheadFetches) handOverAll() {
 // start, if it is a compressed object's segment (decodedAhead) not yet started. The reader
 // calls it when it opens its restriction's last member, which leaves the window of the
 // member decoded ahead (decodeAhead) free.
-func (a *aheadFetches) decodeFirst(start func(SplitDescriptor, int, readSpan, *fetch.ObjectFetch) *memberRead) {
+func (a *aheadFetches) decodeFirst(start func(int, member.Plan, *fetch.ObjectFetch) *memberRead) {
 	handovers.Lock()
 	defer handovers.Unlock()
 	for _, h := range handovers.list {
@@ -262,7 +263,7 @@ func (a *aheadFetches) decodeFirst(start func(SplitDescriptor, int, readSpan, *f
 			continue
 		}
 		if h.an != nil && h.mr == nil {
-			h.mr = start(h.an.d, h.m, memberSpan(h.an.d, h.an.rest.Start, h.an.rest.Resume, h.m), h.of)
+			h.mr = start(h.m, memberPlan(h.an.d, h.an.rest.Start, h.an.rest.Resume, h.m), h.of)
 		}
 		return // only the first
 	}

@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"math"
 
-	"github.com/spate-io/beam-s3/s3io/internal/decode"
+	"github.com/spate-io/beam-s3/s3io/internal/member"
 )
 
 // position identifies one record of a split: the ordinal of its object among the
@@ -43,24 +43,8 @@ type restriction struct {
 	Resume resumeHint
 }
 
-// resumeHint says that framing a member's decompressed stream from byte Offset yields record
-// Record first. Splits and checkpoints at positions already read know it, and it spares the
-// residual's reader from re-reading (Seekable: a ranged GET from Offset) or re-framing
-// (compressed: decompressed bytes before Offset are skipped unframed) what came before.
-type resumeHint struct {
-	Index  int64
-	Offset int64
-	// Seekable is true when the member is stored uncompressed, so Offset is also a byte
-	// offset in the object.
-	Seekable bool
-	// Inflate, for a gzip member, is the inflate checkpoint at or before Offset
-	// (decode.Checkpoint.Encode): the read starts with a ranged GET at its stored byte and
-	// decodes only from there. What it costs a restriction is in docs/design.md, "Inflate
-	// checkpoints".
-	Inflate string
-}
-
-func (h resumeHint) known() bool { return h.Offset > 0 }
+// resumeHint is where the read of a restriction's first member resumes (member.Resume).
+type resumeHint = member.Resume
 
 // fullRestriction is the restriction of all of d's records.
 func fullRestriction(d SplitDescriptor) restriction {
@@ -128,7 +112,7 @@ func (r restriction) splitAt(p position, primaryShare int64, hint resumeHint) (p
 		share := min(max(primaryShare, 0), whole)
 		primary.Sizes[n-1] = share
 		residual.Sizes[0] = whole - share
-		if hint.known() && hint.Index <= p.Index {
+		if hint.Known() && hint.Index <= p.Index {
 			residual.Resume = hint
 		}
 	}
@@ -149,26 +133,10 @@ func (r restriction) valid(n int) error {
 		return fmt.Errorf("s3io: restriction [%v, %v) reaches past the descriptor's %d members", r.Start, r.End, n)
 	case !r.IsEmpty() && len(r.Sizes) != r.lastMember()-r.Start.Member+1:
 		return fmt.Errorf("s3io: restriction [%v, %v) carries %d member sizes", r.Start, r.End, len(r.Sizes))
-	case r.Resume.known() && r.Resume.Index > r.Start.Index:
+	case r.Resume.Known() && r.Resume.Index > r.Start.Index:
 		return fmt.Errorf("s3io: restriction [%v, %v) resumes at record %d, past its start", r.Start, r.End, r.Resume.Index)
 	}
 	return nil
-}
-
-// readerClaim is what the reader claims for a record: its position, plus what the tracker
-// needs to weigh progress and to give a residual a resume point.
-type readerClaim struct {
-	position
-	// end is the decompressed-stream offset just past the record; -1 for the claim that opens
-	// a member, made before anything is read.
-	end int64
-	// storedBytes is how many stored bytes of the member the reader's decoder had taken
-	// when it framed the record.
-	storedBytes int64
-	// seekable is true when the member is read uncompressed.
-	seekable bool
-	// cps are the inflate checkpoints of the member's read, nil if it keeps none.
-	cps *decode.Checkpoints
 }
 
 // tracker is the sdf.RTracker of a restriction. The reader claims the first position of a
@@ -185,38 +153,23 @@ type tracker struct {
 	storedRead  int64      // stored bytes of it the reader had taken at its last claim
 	firstRecord int64      // the first record claimed in it, for bytes-per-record estimates
 	hint        resumeHint // where a residual inside it may resume
-	// cps are the inflate checkpoints of its read, which a hint into it carries.
-	cps *decode.Checkpoints
+	// log is the resume points of its read, which refine a hint into it.
+	log *member.Log
 }
 
 // newTracker returns a tracker over rest.
 func newTracker(rest restriction) *tracker { return &tracker{rest: rest} }
 
-// TryClaim claims pos, a position, *position or *readerClaim, and reports whether the
-// reader owns it. Positions must be claimed in increasing order. The tracker copies what a
-// pointer points to: the caller may reuse it.
+// TryClaim claims pos, a position, and reports whether the reader owns it: the reader
+// claims a member's first position with it before opening the member, and its records in
+// runs (claimRun), which carry what a resume hint needs. Positions must be claimed in
+// increasing order.
 func (t *tracker) TryClaim(pos any) bool {
 	if t.stopped {
 		t.err = errors.New("s3io: claim after the tracker stopped the reader")
 		return false
 	}
-	c := readerClaim{end: -1}
-	ok := true
-	switch v := pos.(type) {
-	case position:
-		c.position = v
-	case *position:
-		if ok = v != nil; ok {
-			c.position = *v
-		}
-	case *readerClaim:
-		if ok = v != nil; ok {
-			c = *v // the reader reuses one claim value so that a claim costs no allocation
-		}
-	default:
-		ok = false
-	}
-	p := c.position
+	p, ok := pos.(position)
 	if !ok {
 		t.err = fmt.Errorf("s3io: claimed a %T, want a position", pos)
 	}
@@ -224,7 +177,7 @@ func (t *tracker) TryClaim(pos any) bool {
 		t.stopped = true
 		return false
 	}
-	t.record(p, p, c.storedBytes, c.end, c.seekable, c.cps)
+	t.record(p, p, 0, -1, false, nil)
 	return true
 }
 
@@ -245,17 +198,17 @@ func (t *tracker) admits(p position) bool {
 
 // record notes a claim from first to last (one member's records), the stored bytes the
 // decoder had taken at last, and last's end offset (-1: no resume hint).
-func (t *tracker) record(first, last position, stored, end int64, seekable bool, cps *decode.Checkpoints) {
+func (t *tracker) record(first, last position, stored, end int64, seekable bool, log *member.Log) {
 	if !t.hasClaimed || first.Member != t.claimed.Member {
-		t.firstRecord, t.storedRead, t.hint, t.cps = first.Index, 0, resumeHint{}, nil
+		t.firstRecord, t.storedRead, t.hint, t.log = first.Index, 0, resumeHint{}, nil
 		if first.Member == t.rest.Start.Member {
 			t.hint = t.rest.Resume
 		}
 	}
 	t.claimed, t.hasClaimed = last, true
 	t.storedRead = max(t.storedRead, stored)
-	if cps != nil {
-		t.cps = cps
+	if log != nil {
+		t.log = log
 	}
 	if end >= 0 {
 		t.hint = resumeHint{Index: last.Index + 1, Offset: end, Seekable: seekable}
@@ -264,7 +217,7 @@ func (t *tracker) record(first, last position, stored, end int64, seekable bool,
 
 // runClaim is what the batched reader claims for consecutive records of one member at
 // once: records From, From+1, …, From+len(Ends)-1, with each one's end offset and the stored
-// bytes the decoder had taken when it was framed (as a readerClaim carries for one record).
+// bytes the decoder had taken when it was framed.
 type runClaim struct {
 	Member int
 	From   int64
@@ -272,10 +225,10 @@ type runClaim struct {
 	// member's stored bytes taken when it was framed. Both have one entry per record.
 	Ends, Stored []int64
 	// Hint is false for a framer that cannot resume at a byte offset: the run then leaves
-	// the tracker's resume hint as it was, as a readerClaim with end -1 does.
+	// the tracker's resume hint as it was, as TryClaim does.
 	Hint     bool
 	Seekable bool
-	Cps      *decode.Checkpoints
+	Log      *member.Log
 }
 
 // claimRun claims the longest prefix of c's records that lies before the restriction's
@@ -310,7 +263,7 @@ func (t *tracker) claimRun(c *runClaim) int {
 	if c.Hint {
 		end = c.Ends[last]
 	}
-	t.record(from, position{Member: c.Member, Index: c.From + int64(last)}, c.Stored[last], end, c.Seekable, c.Cps)
+	t.record(from, position{Member: c.Member, Index: c.From + int64(last)}, c.Stored[last], end, c.Seekable, c.Log)
 	t.stopped = granted < n
 	return granted
 }
@@ -387,7 +340,7 @@ func (t *tracker) TrySplit(fraction float64) (primary, residual any, err error) 
 		split = b
 	case fraction == 0:
 		split = t.nextAfterClaimed()
-		share, hint = t.consumed(), t.withInflate(t.hint)
+		share, hint = t.consumed(), t.log.Refine(t.hint)
 	default:
 		cur := t.claimed.Member
 		curLeft := t.rest.weight(cur) - t.consumed()
@@ -411,7 +364,7 @@ func (t *tracker) TrySplit(fraction float64) (primary, residual any, err error) 
 		perRecord := float64(t.storedRead) / float64(records)
 		ahead := int64(math.Ceil(want / perRecord))
 		split = position{Member: cur, Index: t.claimed.Index + 1 + ahead}
-		share, hint = t.consumed()+int64(float64(ahead)*perRecord), t.withInflate(t.hint)
+		share, hint = t.consumed()+int64(float64(ahead)*perRecord), t.log.Refine(t.hint)
 	}
 	if !split.Less(t.rest.End) || t.hasClaimed && !t.claimed.Less(split) {
 		return t.rest, nil, nil
@@ -419,19 +372,6 @@ func (t *tracker) TrySplit(fraction float64) (primary, residual any, err error) 
 	p, r := t.rest.splitAt(split, share, hint)
 	t.rest = p
 	return p, r, nil
-}
-
-// withInflate gives h, a resume hint into a compressed member, the latest inflate checkpoint
-// of its read at or before h.Offset, so that the residual's read starts there rather than at
-// the member's first byte. A hint with no checkpoint of its read keeps the one it has.
-func (t *tracker) withInflate(h resumeHint) resumeHint {
-	if h.Seekable || !h.known() {
-		return h
-	}
-	if cp, ok := t.cps.Before(h.Offset); ok {
-		h.Inflate = cp.Encode()
-	}
-	return h
 }
 
 // boundary returns the first member boundary after member from, and before End, with at

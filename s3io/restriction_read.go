@@ -2,12 +2,11 @@ package s3io
 
 import (
 	"context"
-	"io"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/log"
 
-	"github.com/spate-io/beam-s3/s3io/internal/decode"
 	"github.com/spate-io/beam-s3/s3io/internal/fetch"
+	"github.com/spate-io/beam-s3/s3io/internal/member"
 )
 
 // restrictionRead is the state of one restriction's read: the fetcher of its members'
@@ -50,16 +49,17 @@ func (fn *reader) newRestrictionRead(ctx context.Context, d SplitDescriptor, res
 	return rd
 }
 
-// spanOf returns where reading member m begins and ends.
-func (rd *restrictionRead) spanOf(m int) readSpan { return memberSpan(rd.d, rd.start, rd.hint, m) }
+// planOf returns what reading member m plans.
+func (rd *restrictionRead) planOf(m int) member.Plan { return memberPlan(rd.d, rd.start, rd.hint, m) }
 
-// memberSpan returns where reading member m of d begins and ends, for a restriction that
-// starts at start with resume hint hint: the hint applies to its first member only.
-func memberSpan(d SplitDescriptor, start position, hint resumeHint, m int) readSpan {
+// memberPlan returns what reading member m of d plans, for a restriction that starts at
+// start with resume hint hint: the hint applies to its first member only.
+func memberPlan(d SplitDescriptor, start position, hint resumeHint, m int) member.Plan {
 	if m != start.Member {
 		hint = resumeHint{}
 	}
-	return spanOf(d.Members[m], hint)
+	x := d.Members[m]
+	return member.Plan{Key: x.Key, Size: x.Size, Start: x.Start, End: x.End, Codec: x.Codec, Resume: hint}
 }
 
 // memberFetches returns what reading rest of d fetches, member by member: every member but
@@ -70,12 +70,12 @@ func memberFetches(d SplitDescriptor, rest restriction) []aheadWant {
 		if d.Members[m].Archived != "" {
 			continue
 		}
-		rng := memberSpan(d, rest.Start, rest.Resume, m).fetchRange()
+		rng := memberPlan(d, rest.Start, rest.Resume, m).FetchRange()
 		w := aheadWant{i: m - rest.Start.Member, fetchKey: fetchKey{bucket: d.Bucket, obj: d.Members[m].object(), rng: rng}, m: m}
 		if m == rest.Start.Member {
 			w.first = rest.Start.Index
 		}
-		w.whole = w.first == 0 && (m > rest.Start.Member || !rest.Resume.known())
+		w.whole = w.first == 0 && (m > rest.Start.Member || !rest.Resume.Known())
 		wants = append(wants, w)
 	}
 	return wants
@@ -92,7 +92,7 @@ func (rd *restrictionRead) open(ctx context.Context, m int) *memberRead {
 	handovers.Lock()
 	for k := m; k <= min(m+rd.ahead, rd.last); k++ {
 		if h := rd.members[k-rd.start.Member]; h != nil && h.rd == rd && h.mr == nil {
-			h.mr = rd.fn.startMember(ctx, rd.d, k, rd.spanOf(k), h.of)
+			h.mr = rd.fn.startMember(ctx, k, rd.planOf(k), h.of)
 		}
 	}
 	i := m - rd.start.Member
@@ -102,15 +102,15 @@ func (rd *restrictionRead) open(ctx context.Context, m int) *memberRead {
 	handovers.Unlock()
 	if m == rd.last {
 		// No member of its own is decoded ahead now: the next restriction's first may be.
-		rd.fn.ahead.decodeFirst(func(d SplitDescriptor, m int, span readSpan, of *fetch.ObjectFetch) *memberRead {
-			return rd.fn.startMember(context.Background(), d, m, span, of)
+		rd.fn.ahead.decodeFirst(func(m int, p member.Plan, of *fetch.ObjectFetch) *memberRead {
+			return rd.fn.startMember(context.Background(), m, p, of)
 		})
 	}
 	if !own {
-		span := rd.spanOf(m)
-		of := rd.fn.fetcher.Add(rd.fn.getsFor(rd.d.Bucket), rd.d.Members[m].object(), span.fetchRange())
+		p := rd.planOf(m)
+		of := rd.fn.fetcher.Add(rd.fn.getsFor(rd.d.Bucket), rd.d.Members[m].object(), p.FetchRange())
 		of.Bind(ctx)
-		return rd.fn.startMember(ctx, rd.d, m, span, of)
+		return rd.fn.startMember(ctx, m, p, of)
 	}
 	if h.pending != nil {
 		h.mr.pending, h.mr.pendingAt, h.mr.idx0, h.mr.handedOver = h.pending.b, h.pending.at, h.pending.idx, false
@@ -166,32 +166,17 @@ func (fn *reader) reportFetches(ctx context.Context) {
 	}
 }
 
-// memberRead is one member being read. Its decoding and framing run on a goroutine of their
-// own, started before the member's records are claimed, so that decompression overlaps
-// Beam's per-record work instead of following it.
+// memberRead is one member being read (member.Read), and what the restriction's read
+// knows of it.
 type memberRead struct {
-	m      int
-	of     *fetch.ObjectFetch
-	src    *fetch.Stream
-	dec    *decode.Decompressors
-	fn     *reader
-	frames *decode.Framing
-	idx0   int64 // index of the first record the stream yields
-	// base is the stream offset where decoding starts (the ranged GET's first byte for an
-	// uncompressed read, the inflate checkpoint's decoded offset for a gzip one resumed at
-	// one, else 0), and skipTo the offset decoded unframed from there (a compressed member's
-	// resume point): what lies between, and the records skipped after, was decoded again to
-	// reach the restriction's first record.
-	base, skipTo int64
-	// cps are the inflate checkpoints its gzip decoding keeps (nil for any other read), for
-	// the hints of splits inside it.
-	cps *decode.Checkpoints
-	// units, set by the framing goroutine, stops a segment's chunk goroutines once framing
-	// has stopped.
-	units io.Closer
+	m    int
+	of   *fetch.ObjectFetch
+	r    *member.Read
+	fn   *reader // whose decoders it gives back
+	idx0 int64   // index of the first record the read yields
 	// pending, taken over from a read a split stopped inside the member, is the batch to
 	// emit first, from its record pendingAt (nextBatch).
-	pending   *decode.Batch
+	pending   *member.Batch
 	pendingAt int
 	// handedOver is set once a split stopped the read inside the member and its decoding
 	// went to the handover store for the residual: the read no longer finishes it.
@@ -199,229 +184,29 @@ type memberRead struct {
 }
 
 // nextBatch returns the next batch of records to emit and the index in it of the first.
-func (mr *memberRead) nextBatch() (*decode.Batch, int) {
+func (mr *memberRead) nextBatch() (*member.Batch, int) {
 	if b := mr.pending; b != nil {
 		mr.pending = nil
 		return b, mr.pendingAt
 	}
-	return mr.frames.Next(), 0
+	return mr.r.Next(), 0
 }
 
-// checkpointsKept is how many inflate checkpoints, every bytes of stored input apart, a gzip
-// read keeps: enough to span its decoding window, which runs ahead of the last claimed
-// record (a window's decoded bytes are at most as many stored ones), plus the one before it.
-// With four, a reader whose emitting fell behind a full window (a loaded machine) at 256 KiB
-// between checkpoints had dropped the one its split needed, and the residual decoded the
-// object again from its start.
-func checkpointsKept(every int64) int {
-	return max(4, int(decodeWindowBytes/every)+2)
-}
-
-// unitCheckpointsKept is how many unit starts a segment read in chunks keeps for hints.
-const unitCheckpointsKept = 8
-
-// inChunks reports whether s is a segment of units large enough to decode in chunks on
-// goroutines of their own (decode.ParallelUnits): more than two chunks of units.
-func (s readSpan) inChunks() bool { return s.units > 2*unitChunkBytes }
-
-// unitChunkBytes is the least stored bytes of a chunk of a segment's units that decodes on
-// a goroutine of its own (decode.ParallelUnits): a gzip member of 8 MiB of logs, or 16 BGZF
-// blocks. A segment of fewer than two chunks decodes on its framing goroutine.
-const unitChunkBytes = 1 << 20
-
-// parallelUnits is how a segment's units decode in chunks: each ends at the first unit start
-// at least unitChunkBytes in, looked for 1 MiB further (a larger unit ends the chunking:
-// the rest decodes as one); one chunk decodes ahead of the one being framed, holding at most
-// 8 MiB decoded, so that a reader holds at most ~4 MiB stored and 16 MiB decoded per
-// segment beyond what it frames. One is enough on two cores: the framing and the emitting
-// goroutines take the rest (two ahead were not measurably faster in a noisy A/B, and held
-// ~50-150 MiB more peak RSS).
-func (fn *reader) parallelUnits() decode.ParallelUnits {
-	return decode.ParallelUnits{Chunk: unitChunkBytes, Search: 1 << 20, Ahead: 1, OutBytes: 8 << 20,
-		MaxWindow: fn.Cfg.MaxDecoderWindowBytes, Get: fn.getDecoders, Put: fn.putDecoders}
-}
-
-// startMember starts decoding member m of d from where span says, from the bytes of of.
-func (fn *reader) startMember(ctx context.Context, d SplitDescriptor, m int, span readSpan, of *fetch.ObjectFetch) *memberRead {
-	member := d.Members[m]
-	src := of.Stream()
-	mr := &memberRead{m: m, of: of, src: src, dec: fn.getDecoders(), fn: fn}
-	if span.hint.known() {
+// startMember starts reading member m as p plans, from the bytes of of.
+func (fn *reader) startMember(ctx context.Context, m int, p member.Plan, of *fetch.ObjectFetch) *memberRead {
+	mr := &memberRead{m: m, of: of, fn: fn}
+	if p.Resume.Known() {
 		metricResumed.Inc(ctx, 1)
-		mr.idx0 = span.hint.Index
+		mr.idx0 = p.Resume.Index
 	}
-	if span.seekable {
-		mr.base, mr.skipTo = span.from, span.from
-	} else if span.hint.known() {
-		mr.skipTo = span.hint.Offset
-	}
-	if !span.seekable && span.units == 0 && fn.Cfg.CheckpointBytes > 0 {
-		mr.cps = &decode.Checkpoints{Every: fn.Cfg.CheckpointBytes, Keep: checkpointsKept(fn.Cfg.CheckpointBytes)}
-		mr.dec.Checkpoints = mr.cps
-	}
-	if span.inChunks() {
-		// The unit starts between its chunks: a split inside the segment resumes at the one
-		// before its first record. They cost no window; framing runs up to ~20 MiB decoded
-		// (4 chunks) ahead of the claims, so a few more than that are kept.
-		mr.cps = &decode.Checkpoints{Keep: unitCheckpointsKept}
-	}
-	if span.inflate != nil {
-		mr.base = span.inflate.Decoded
-	}
-	// The open runs on the framing goroutine: it may block on the network.
-	op := &memberOpener{fn: fn, mr: mr, member: member, span: span, src: src, of: of}
-	_, window := fn.Cfg.decoding()
-	budget := fn.fetcher.Budget()
-	credit := partCredit{budget: budget, keep: budget.Limit() / 4}
-	mr.frames = decode.StartFraming(decode.FramingSource{Open: op.open, Consumed: src.Consumed, Cancel: of.Cancel, StopAt: span.stopAt, Credit: credit, RecycleSlabs: fn.copiesRecords},
-		window, fn.Cfg.fetchBudget()-credit.keep)
+	mr.r = fn.members.Start(p, of)
 	return mr
 }
 
-// memberOpener opens the record reader of one member's read, on the framing goroutine:
-// one method per kind of read, which the member's span decides. Each returns the reader,
-// whether its offsets are the stored object's (seekable), and whether its framing may
-// borrow budget past its window (borrow).
-type memberOpener struct {
-	fn     *reader
-	mr     *memberRead
-	member Member
-	span   readSpan
-	src    *fetch.Stream
-	of     *fetch.ObjectFetch
-}
-
-// open chooses the kind of read the span asks for: decode.FramingSource.Open.
-func (o *memberOpener) open() (recs *decode.RecordReader, seekable, borrow bool, err error) {
-	switch {
-	case o.span.seekable:
-		return o.openRange()
-	case o.span.units > 0:
-		return o.openUnits()
-	case o.span.inflate != nil:
-		return o.openInflated()
-	}
-	return o.openWhole()
-}
-
-// openRange reads stored bytes from the span's first byte: an uncompressed member, whole or
-// a segment of it.
-func (o *memberOpener) openRange() (*decode.RecordReader, bool, bool, error) {
-	fn, span := o.fn, o.span
-	recs := decode.NewRecordReader(o.src, fn.newFramer(), fn.Cfg.MaxRecordBytes, span.from)
-	if span.from == 0 {
-		recs.SkipHeaders(fn.Cfg.SkipHeaderRecords)
-	}
-	var err error
-	if span.skipPartial {
-		err = recs.SkipPastNewline()
-	}
-	return recs, true, false, err
-}
-
-// openUnits reads a compressed object's segment, whose own units start at its first byte.
-func (o *memberOpener) openUnits() (*decode.RecordReader, bool, bool, error) {
-	fn, mr, member, span := o.fn, o.mr, o.member, o.span
-	_, end := member.span()
-	var stream io.Reader
-	var err error
-	if span.inChunks() {
-		// Its units decode in chunks on goroutines of their own (decode.ParallelUnits).
-		cfg := fn.parallelUnits()
-		cfg.Checkpoints, cfg.Base = mr.cps, mr.base
-		var s io.ReadCloser
-		s, err = mr.dec.OpenUnitsParallel(decode.Compression(member.Codec), o.src, span.from, span.units, end < member.Size, cfg)
-		stream, mr.units = s, s
-	} else {
-		stream, err = mr.dec.OpenUnits(decode.Compression(member.Codec), o.src, span.from, span.units, end < member.Size)
-	}
-	if err != nil {
-		return nil, false, false, err
-	}
-	recs := decode.NewRecordReader(stream, fn.newFramer(), fn.Cfg.MaxRecordBytes, mr.base)
-	switch {
-	case span.from == 0:
-		recs.SkipHeaders(fn.Cfg.SkipHeaderRecords)
-	case span.skipPartial:
-		err = recs.SkipPastNewline() // the record in progress is the previous segment's
-	}
-	if err == nil && span.hint.known() {
-		err = recs.Discard(span.hint.Offset)
-	}
-	// It borrows: decoded ahead (decodedAhead), its framing must go on past its window
-	// while the segment before it is emitted, or the second core idles.
-	return recs, false, true, err
-}
-
-// openInflated resumes a gzip member at an inflate checkpoint: it decodes from the
-// checkpoint's stored byte on.
-func (o *memberOpener) openInflated() (*decode.RecordReader, bool, bool, error) {
-	cp := o.span.inflate
-	stream, err := decode.OpenGzipAt(o.src, *cp, o.mr.cps)
-	if err != nil {
-		return nil, false, false, err
-	}
-	recs := decode.NewRecordReader(stream, o.fn.newFramer(), o.fn.Cfg.MaxRecordBytes, cp.Decoded)
-	return recs, false, false, recs.Discard(o.span.hint.Offset)
-}
-
-// openWhole reads a member from its first stored byte, whatever its compression or archive
-// format, skipping (decoded, not framed) up to a resume point.
-func (o *memberOpener) openWhole() (*decode.RecordReader, bool, bool, error) {
-	fn, mr, member := o.fn, o.mr, o.member
-	obj := decode.ObjectInfo{Key: member.Key, Size: member.Size, ReadRange: o.of.ReadRange}
-	entries, stream, comp, err := mr.dec.OpenEntries(decode.Compression(fn.Cfg.Compression), obj, o.src)
-	if err != nil {
-		return nil, false, false, err
-	}
-	var recs *decode.RecordReader
-	if entries != nil {
-		// An archive's records are offsets of its entries, not of the gzip stream. The log
-		// stays (the claims of this member hold it, on another goroutine), but empty.
-		if mr.cps != nil {
-			mr.cps.Disable()
-		}
-		recs = decode.NewEntriesRecordReader(entries, func() decode.Framer { return fn.newFramer() }, fn.Cfg.MaxRecordBytes)
-	} else {
-		recs = decode.NewRecordReader(stream, fn.newFramer(), fn.Cfg.MaxRecordBytes, 0)
-	}
-	recs.SkipHeaders(fn.Cfg.SkipHeaderRecords)
-	if o.span.hint.known() {
-		// Compressed: decompress up to the resume point, but frame nothing before it.
-		err = recs.Discard(o.span.hint.Offset)
-	}
-	return recs, comp == decode.None && entries == nil, slowCodec(comp), err
-}
-
-// slowCodec reports the codecs that decode at tens of MB/s on one core (bzip2, xz, brotli):
-// an object decoded ahead with one of them fills its window long before the object being
-// emitted is done, while the fetch, a few MB/s of stored bytes, leaves the part budget
-// mostly unused; measured on 16 MiB objects, a 4 MiB window held xz at 0.68× of a two-core
-// decode loop (docs/performance.md).
-func slowCodec(c decode.Compression) bool {
-	return c == decode.Bzip2 || c == decode.Xz || c == decode.Brotli
-}
-
-// partCredit lends a slow decoder the part budget it does not need for parts, keeping keep
-// bytes free so that the object being emitted always finds room for its next part.
-type partCredit struct {
-	budget *fetch.Budget
-	keep   int64
-}
-
-func (c partCredit) Reserve(n int64) bool { return c.budget.Reserve(n, c.keep) }
-func (c partCredit) Release(n int64)      { c.budget.Release(n) }
-
-// finish stops mr's goroutine, drops what it fetched and did not use, and accounts for
+// finish stops mr's goroutines, drops what it fetched and did not use, and accounts for
 // what it decoded.
 func (mr *memberRead) finish(ctx context.Context) {
-	mr.frames.Stop()
-	if mr.units != nil {
-		mr.units.Close()
-	}
-	mr.src.Close()
-	mr.dec.Checkpoints = nil
-	mr.fn.putDecoders(mr.dec)
-	metricBytes.Inc(ctx, mr.frames.Decoded())
-	metricHeadersSkipped.Inc(ctx, mr.frames.HeadersSkipped())
+	decoded, headers := mr.r.Finish(mr.fn.members)
+	metricBytes.Inc(ctx, decoded)
+	metricHeadersSkipped.Inc(ctx, headers)
 }

@@ -13,8 +13,8 @@ import (
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/log"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
-	"github.com/spate-io/beam-s3/s3io/internal/decode"
 	"github.com/spate-io/beam-s3/s3io/internal/fetch"
+	"github.com/spate-io/beam-s3/s3io/internal/member"
 )
 
 // reader is the splittable DoFn shared by readFn and readPositionsFn. Its only exported
@@ -45,10 +45,9 @@ type reader struct {
 	// ahead holds what the instance fetches for restrictions announced and not yet started
 	// (lookahead.go).
 	ahead aheadFetches
-	// decs holds idle decoders: objects are decoded several at a time (Config.decoding),
-	// each with its own, and a zstd decoder's buffers are worth reusing.
-	decsMu sync.Mutex
-	decs   []*decode.Decompressors
+	// members reads the members, several at a time (Config.decoding), each with decoders
+	// of its own that it gives back.
+	members *member.Reader
 	// warnedRange is set once this instance has warned that its server ignores Range.
 	warnedRange atomic.Bool
 }
@@ -68,6 +67,7 @@ func (fn *reader) Setup(ctx context.Context) error {
 	fn.fetcher, fn.releasePool = fetch.NewFetcher(context.Background(), fn.Cfg.fetchSettings(), pool, fn.Cfg.newBudget(pool)), release
 	fn.gets = map[string]*fetch.Gets{}
 	fn.ahead.fn, fn.ahead.key = fn, lookaheadKey(fn.Cfg)
+	fn.members = fn.Cfg.memberReader(fn.newFramer, fn.fetcher.Budget(), fn.copiesRecords)
 	registerFetcher(fn)
 	return nil
 }
@@ -100,29 +100,9 @@ func (fn *reader) Teardown() {
 		fn.releasePool()
 		fn.fetcher = nil
 	}
-	fn.decsMu.Lock()
-	defer fn.decsMu.Unlock()
-	for _, d := range fn.decs {
-		d.Close()
+	if fn.members != nil {
+		fn.members.Close()
 	}
-	fn.decs = nil
-}
-
-func (fn *reader) getDecoders() *decode.Decompressors {
-	fn.decsMu.Lock()
-	defer fn.decsMu.Unlock()
-	if n := len(fn.decs); n > 0 {
-		d := fn.decs[n-1]
-		fn.decs = fn.decs[:n-1]
-		return d
-	}
-	return &decode.Decompressors{MaxWindow: fn.Cfg.MaxDecoderWindowBytes}
-}
-
-func (fn *reader) putDecoders(d *decode.Decompressors) {
-	fn.decsMu.Lock()
-	defer fn.decsMu.Unlock()
-	fn.decs = append(fn.decs, d)
 }
 
 // CreateInitialRestriction covers every record of every member.
@@ -176,7 +156,7 @@ func (fn *reader) readRestriction(ctx context.Context, rt *sdf.LockRTracker, d S
 			first = rest.Start.Index
 		}
 		// After the last member this claim fails, telling the tracker the reader is done.
-		if !rt.TryClaim(&readerClaim{position: position{Member: m, Index: first}, end: -1}) {
+		if !rt.TryClaim(position{Member: m, Index: first}) {
 			return nil
 		}
 		if class := d.Members[m].Archived; class != "" {
@@ -242,7 +222,7 @@ func (fn *reader) readMember(ctx context.Context, rt *sdf.LockRTracker, d SplitD
 		metricRecords.Inc(ctx, mc.emitted)
 		metricSkipped.Inc(ctx, mc.skipped)
 		if mc.next > mr.idx0 { // framing began: the unframed skip, if any, was decoded
-			metricRedecoded.Inc(ctx, max(mc.skippedEnd, mr.skipTo)-mr.base)
+			metricRedecoded.Inc(ctx, mr.r.Redecoded(mc.skippedEnd))
 		}
 		if err != nil {
 			err = &objectError{ObjectRef: d.ref(mr.m), Index: max(mc.next, first), Err: withS3Hint(err)}
@@ -285,7 +265,7 @@ func (fn *reader) emitRecords(sink func(m int, idx int64, entry string, rec []by
 				for k := range stored {
 					stored[k] = b.Consumed
 				}
-				run := runClaim{Member: m, From: idx, Ends: b.Ends[i : i+n], Stored: stored, Hint: fn.resumable, Seekable: b.Seekable, Cps: mr.cps}
+				run := runClaim{Member: m, From: idx, Ends: b.Ends[i : i+n], Stored: stored, Hint: fn.resumable, Seekable: b.Seekable, Log: mr.r.Log()}
 				granted := claimRunLocked(rt, &run)
 				for end := i + granted; i < end; i++ {
 					sink(m, idx, b.Entries[i], b.Records[i])
@@ -312,7 +292,7 @@ func (fn *reader) emitRecords(sink func(m int, idx int64, entry string, rec []by
 			case b.Err != nil:
 				return false, b.Err
 			}
-			mr.frames.Recycle(b) // the framing goroutine may refill it from here on
+			mr.r.Recycle(b) // the framing goroutine may refill it from here on
 			rd.followSplit(ctx, rt)
 		}
 	}

@@ -23,8 +23,8 @@ type trackerSim struct {
 
 	members []Member
 	counts  []int64 // records per member
-	// offsets, when set, makes the reader claim as readMember does, with a *readerClaim that
-	// reports bytes: offsets[m][r] is where record r of member m starts, and
+	// offsets, when set, makes the reader claim records in runs of one that report bytes
+	// (as readMember's runs do): offsets[m][r] is where record r of member m starts, and
 	// offsets[m][counts[m]] is the member's size. Fractional splits then land inside members
 	// and residuals carry resume hints, which must point at the true start of their record.
 	// Without it the reader claims bare positions, which report no bytes: fractional splits
@@ -239,11 +239,7 @@ func (s *trackerSim) process(rest restriction) {
 			first, hint = rest.Start.Index, rest.Resume
 		}
 		step()
-		var opened any = position{Member: m, Index: first}
-		if s.offsets != nil {
-			opened = &readerClaim{position: position{Member: m, Index: first}, end: -1}
-		}
-		if !tr.TryClaim(opened) {
+		if !tr.TryClaim(position{Member: m, Index: first}) {
 			finish()
 			return
 		}
@@ -253,7 +249,7 @@ func (s *trackerSim) process(rest restriction) {
 		// Like readMember, reuse one claim for the records of a member. With byte claims, a
 		// resume hint lets the reader start at its record instead of the member's start.
 		idx, base := int64(0), int64(0)
-		if hint.known() {
+		if hint.Known() {
 			s.hinted++
 			if s.offsets == nil {
 				s.t.Fatalf("%s: hint %+v for member %d, though no claim reported bytes", s.label, hint, m)
@@ -270,27 +266,23 @@ func (s *trackerSim) process(rest restriction) {
 			}
 			continue
 		}
-		var claim any
-		var setClaim func(idx int64)
-		if s.offsets == nil {
-			c := &position{Member: m}
-			claim, setClaim = c, func(idx int64) { c.Index = idx }
-		} else {
-			c := &readerClaim{position: position{Member: m}, seekable: true}
+		// One record at a time: a position, or with byte claims a run of one record, which
+		// claims as a record claimed alone would.
+		claim := func(idx int64) bool { return tr.TryClaim(position{Member: m, Index: idx}) }
+		if s.offsets != nil {
 			raw := int64(0) // what the reader has received since it began, with some read-ahead
-			claim, setClaim = c, func(idx int64) {
+			claim = func(idx int64) bool {
 				raw = max(raw, min(s.offsets[m][idx+1]+s.rng.Int64N(100), s.members[m].Size)-base)
-				c.Index, c.end, c.storedBytes = idx, s.offsets[m][idx+1], raw
+				return tr.claimRun(&runClaim{Member: m, From: idx, Ends: []int64{s.offsets[m][idx+1]}, Stored: []int64{raw}, Hint: true, Seekable: true}) == 1
 			}
 		}
 		for ; idx < s.counts[m]; idx++ {
 			if idx < first {
 				continue
 			}
-			setClaim(idx)
 			if idx > first {
 				step()
-				if !tr.TryClaim(claim) {
+				if !claim(idx) {
 					finish()
 					return
 				}

@@ -1,0 +1,95 @@
+package member
+
+import (
+	"github.com/spate-io/beam-s3/s3io/internal/decode"
+	"github.com/spate-io/beam-s3/s3io/internal/fetch"
+)
+
+// Resume says that framing a member's decoded stream from byte Offset yields record Index
+// first. Splits and checkpoints at positions already read know it, and it spares the
+// residual's read from fetching (Seekable: a ranged GET from Offset) or framing (compressed:
+// decoded bytes before Offset are skipped unframed) what came before. Its fields are
+// exported because Beam encodes it in a restriction with a schema coder.
+type Resume struct {
+	Index  int64
+	Offset int64
+	// Seekable is true when the member is stored uncompressed, so Offset is also a byte
+	// offset in the object.
+	Seekable bool
+	// Inflate is a resume point inside the compressed stream at or before Offset (an
+	// encoded decode.Checkpoint): for a gzip object an inflate checkpoint, for a segment
+	// read in chunks the start of a unit its read passed. The read fetches from its stored
+	// byte and decodes only from there. What it costs a restriction is in docs/design.md,
+	// "Inflate checkpoints".
+	Inflate string
+}
+
+// Known reports whether h says anything: a read at a member's start has no resume point.
+func (h Resume) Known() bool { return h.Offset > 0 }
+
+// Plan is what was planned for reading one member, and where its restriction resumes.
+type Plan struct {
+	Key  string
+	Size int64 // stored bytes of the object
+	// Start and End delimit a segment's stored bytes; both zero mean the whole object.
+	Start, End int64
+	// Codec names the compression a segment was cut by at unit starts; "" for a segment of
+	// an uncompressed object or a whole object.
+	Codec string
+	// Resume is where the read resumes; zero to read from the member's first record.
+	Resume Resume
+}
+
+// span returns the stored bytes the member owns.
+func (p Plan) span() (start, end int64) {
+	if p.Start == 0 && p.End == 0 {
+		return 0, p.Size
+	}
+	return p.Start, p.End
+}
+
+// isSegment reports whether p is part of an object rather than all of it.
+func (p Plan) isSegment() bool {
+	start, end := p.span()
+	return start > 0 || end < p.Size
+}
+
+// FetchRange is what the read of p fetches: the planned bytes ahead, and past them (only a
+// segment's last record can reach there) a window at a time.
+func (p Plan) FetchRange() fetch.Range { return p.kind().fetchRange() }
+
+// kind is one kind of read: where it starts, what it fetches and how it decodes. Each
+// owns its slack, tail window and tuning constants.
+type kind interface {
+	fetchRange() fetch.Range
+	// start returns where the read's decoded stream starts (base, an offset of the
+	// member's records) and the offset up to which it decodes without framing (skipTo),
+	// for the bytes decoded again to reach the restriction's first record.
+	start() (base, skipTo int64)
+	// stopAt is where framing stops: the first record starting there or later is the next
+	// segment's. 0 frames to the end.
+	stopAt() int64
+	// log returns the resume points the read keeps for splits inside it, nil for none.
+	log(r *Reader) *Log
+	// open opens the read's record reader on the framing goroutine (it may block on the
+	// network): decode.FramingSource.Open.
+	open(o *opening) (recs *decode.RecordReader, seekable, borrow bool, err error)
+}
+
+// kind decides which kind of read p takes: a segment of a compressed object reads units;
+// an uncompressed segment, or a resume at a byte of stored records, a range; a resume at
+// an inflate checkpoint inflates from it; anything else is read whole.
+func (p Plan) kind() kind {
+	h := p.Resume
+	switch {
+	case p.isSegment() && p.Codec != "":
+		return newUnitsRead(p)
+	case p.isSegment() || h.Known() && h.Seekable:
+		return newRangeRead(p)
+	case h.Known() && h.Inflate != "":
+		if cp, err := decode.DecodeCheckpoint(h.Inflate); err == nil {
+			return inflateRead{cp: cp, resume: h, size: p.Size}
+		}
+	}
+	return wholeRead{plan: p}
+}

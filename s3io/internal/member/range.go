@@ -1,0 +1,62 @@
+package member
+
+import (
+	"github.com/spate-io/beam-s3/s3io/internal/decode"
+	"github.com/spate-io/beam-s3/s3io/internal/fetch"
+)
+
+// segmentSlack and segmentWindow size the ranged GETs of an uncompressed segment: its own
+// range plus segmentSlack in the planned parts, then segmentWindow at a time for a record
+// that straddles the segment's end by more.
+const (
+	segmentSlack  = 64 << 10
+	segmentWindow = 1 << 20
+)
+
+// rangeRead reads stored bytes that are the records themselves from a byte offset: a
+// segment of an uncompressed object (from the byte before its range, to see whether a
+// record begins on its first byte), or an uncompressed object resumed where a record ends.
+// Its record offsets are object offsets.
+type rangeRead struct {
+	from    int64 // the first byte fetched and framed
+	planEnd int64 // where the planned bytes end: the object's size, or the segment's end plus slack
+	// skipPartial is true when the read begins on the byte before a segment's range: if that
+	// byte ends a line, the first record starts at the segment's start; otherwise the record
+	// in progress belongs to the previous segment.
+	skipPartial bool
+	stop        int64 // a segment's end; 0 for an object
+}
+
+func newRangeRead(p Plan) rangeRead {
+	r := rangeRead{planEnd: p.Size}
+	if p.isSegment() {
+		start, end := p.span()
+		r.from, r.planEnd = max(start-1, 0), min(end+segmentSlack, p.Size)
+		r.skipPartial, r.stop = start > 0, end
+	}
+	if h := p.Resume; h.Known() && h.Seekable {
+		r.from, r.skipPartial = h.Offset, false
+	}
+	r.planEnd = max(r.planEnd, r.from)
+	return r
+}
+
+func (r rangeRead) fetchRange() fetch.Range {
+	return fetch.Range{From: r.from, PlanEnd: r.planEnd, TailWindow: segmentWindow}
+}
+
+func (r rangeRead) start() (base, skipTo int64) { return r.from, r.from }
+func (r rangeRead) stopAt() int64               { return r.stop }
+func (r rangeRead) log(*Reader) *Log            { return nil }
+
+func (r rangeRead) open(o *opening) (*decode.RecordReader, bool, bool, error) {
+	recs := decode.NewRecordReader(o.src, o.r.NewFramer(), o.r.MaxRecordBytes, r.from)
+	if r.from == 0 {
+		recs.SkipHeaders(o.r.SkipHeaderRecords)
+	}
+	var err error
+	if r.skipPartial {
+		err = recs.SkipPastNewline()
+	}
+	return recs, true, false, err
+}
