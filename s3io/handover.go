@@ -8,6 +8,7 @@ import (
 
 	"github.com/spate-io/beam-s3/s3io/internal/fetch"
 	"github.com/spate-io/beam-s3/s3io/internal/member"
+	"github.com/spate-io/beam-s3/s3io/internal/worker"
 )
 
 // The handover store. A runner moves a reader's work elsewhere whenever it likes: a dynamic
@@ -263,35 +264,13 @@ func (rd *restrictionRead) handOverInside(mr *memberRead, b *member.Batch, at in
 
 // fetchers are the worker's reader instances by lookahead key: each reports what all of
 // them transferred (reportFetches).
-var fetchers struct {
-	sync.Mutex
-	m map[string][]*reader
-}
+var fetchers worker.Set[string, *reader]
 
-func registerFetcher(fn *reader) {
-	fetchers.Lock()
-	defer fetchers.Unlock()
-	if fetchers.m == nil {
-		fetchers.m = map[string][]*reader{}
-	}
-	fetchers.m[fn.ahead.key] = append(fetchers.m[fn.ahead.key], fn)
-}
-
-func unregisterFetcher(fn *reader) {
-	fetchers.Lock()
-	defer fetchers.Unlock()
-	l := fetchers.m[fn.ahead.key]
-	if i := slices.Index(l, fn); i >= 0 {
-		fetchers.m[fn.ahead.key] = slices.Delete(l, i, i+1)
-	}
-}
+func registerFetcher(fn *reader)   { fetchers.Add(fn.ahead.key, fn) }
+func unregisterFetcher(fn *reader) { fetchers.Remove(fn.ahead.key, fn) }
 
 // fetchersOf returns the worker's instances of lookahead key key.
-func fetchersOf(key string) []*reader {
-	fetchers.Lock()
-	defer fetchers.Unlock()
-	return slices.Clone(fetchers.m[key])
-}
+func fetchersOf(key string) []*reader { return fetchers.Of(key) }
 
 // takeReport returns what fn's fetcher transferred since the last call.
 func (fn *reader) takeReport() fetch.Stats {

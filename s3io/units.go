@@ -68,7 +68,7 @@ const maxUnitSegmentBytes = 4 << 20
 // then twice as much per request, or 64 KiB at a time for spaced units, and stops at the
 // first unit it proves). An object whose first cut finds no unit start is taken for one unit
 // and kept whole (nil): one probe is all it costs; so is a tar (tarInside). A segment's
-// reader decodes its own units and the next one's first record (decode.OpenUnits), so that
+// reader decodes its own units and the next one's first record (member/units.go), so that
 // a record straddling two units or two segments is read once.
 func (p *planner) unitSegments(ctx context.Context, bucket string, m Member, comp decode.Compression, segSize int64, probes *probeStats) []Member {
 	gets := fetch.NewGets(p.client, bucket, p.cfg.fetchSettings())
@@ -105,7 +105,7 @@ func (p *planner) unitSegments(ctx context.Context, bucket string, m Member, com
 		// Units this far apart cost that much to find at each cut, and the bytes between a
 		// cut and the next unit are read twice, by the probe and by the segment before: cut
 		// such an object into segments of the whole target (segSize), each of which decodes
-		// its units on two cores in chunks (decode.ParallelUnits), and probe them in
+		// its units on two cores in chunks (member/units.go), and probe them in
 		// requests of unitProbeRequest, which ask for little past the unit found.
 		targets, most, spaced = coarse, unitProbeRequest, true
 	} else {
@@ -196,18 +196,7 @@ const tarProbeBytes = 1 << 20
 func (p *planner) tarInside(ctx context.Context, gets *fetch.Gets, m Member, comp decode.Compression, probes *probeStats) bool {
 	r := gets.OpenGrowing(ctx, m.object(), 0, min(m.Size, tarProbeBytes), unitProbeRequest, maxUnitProbeRequest)
 	defer probes.close(r)
-	d := decode.Decompressors{MaxWindow: p.cfg.MaxDecoderWindowBytes}
-	defer d.Close()
-	s, _, err := d.Open(comp, "", r)
-	if err != nil {
-		return true
-	}
-	head := make([]byte, decode.MagicLen)
-	n, err := io.ReadFull(s, head)
-	if err != nil && err != io.ErrUnexpectedEOF {
-		return true
-	}
-	return decode.IsTar(head[:n])
+	return decode.DecodesToTar(comp, r, p.cfg.MaxDecoderWindowBytes)
 }
 
 // decodeProofSlack is what a probe may read past its window to prove a candidate near the

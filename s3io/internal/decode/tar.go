@@ -116,3 +116,22 @@ func (b tarBody) Read(p []byte) (int, error) {
 	n, err := b.tr.Read(p)
 	return n, archiveError("tar", err, b.src)
 }
+
+// DecodesToTar reports whether src, an object compressed with comp, decodes to a tar: it
+// decodes its first MagicLen bytes. A head that does not decode counts as a tar too, so
+// that a caller deciding whether to cut the object keeps it whole, and the whole read
+// reports what is wrong with it.
+func DecodesToTar(comp Compression, src io.Reader, maxWindow int64) bool {
+	d := Decompressors{MaxWindow: maxWindow}
+	defer d.Close()
+	s, _, err := d.Open(comp, "", src)
+	if err != nil {
+		return true
+	}
+	head := make([]byte, MagicLen)
+	n, err := io.ReadFull(s, head)
+	if err != nil && err != io.ErrUnexpectedEOF {
+		return true
+	}
+	return IsTar(head[:n])
+}

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"sync"
+
+	"github.com/spate-io/beam-s3/s3io/internal/worker"
 )
 
 // MinPartClass is the smallest buffer a part is read into: parts come in power-of-two size
@@ -215,39 +217,10 @@ func (p *Pool) Release(n int64) {
 
 // workerPools are the pools readers in this process share, by limit: a worker's concurrent
 // readers (Beam runs a DoFn instance per bundle thread) fetch within one memory cap.
-var workerPools struct {
-	sync.Mutex
-	m map[int64]*sharedPool
-}
-
-type sharedPool struct {
-	pool *Pool
-	refs int
-}
+var workerPools worker.Shared[int64, *Pool]
 
 // WorkerPool returns the process's pool of limit bytes, made on first use, and the function
 // that gives it back: the last reader to give it back frees its idle buffers.
 func WorkerPool(limit int64) (*Pool, func()) {
-	workerPools.Lock()
-	defer workerPools.Unlock()
-	if workerPools.m == nil {
-		workerPools.m = map[int64]*sharedPool{}
-	}
-	sp := workerPools.m[limit]
-	if sp == nil {
-		sp = &sharedPool{pool: NewPool(limit)}
-		workerPools.m[limit] = sp
-	}
-	sp.refs++
-	var once sync.Once
-	return sp.pool, func() {
-		once.Do(func() {
-			workerPools.Lock()
-			defer workerPools.Unlock()
-			if sp.refs--; sp.refs == 0 {
-				sp.pool.Close()
-				delete(workerPools.m, limit)
-			}
-		})
-	}
+	return workerPools.Acquire(limit, func() *Pool { return NewPool(limit) }, (*Pool).Close)
 }
