@@ -68,16 +68,13 @@ func (b RecordBatch) All() iter.Seq2[int64, []byte] {
 
 // ReadBatches is Read emitting a PCollection<RecordBatch>: the same records, in batches of
 // consecutive records of one object of at most Config.BatchRecords records and
-// Config.BatchBytes bytes. Beam costs about as much per element as a fast framer costs per
-// record, so a pipeline whose next step takes records in bulk (a bulk writer, a count, a
-// columnar conversion, a batched RPC) reads several times faster in batches. A per-record
-// DoFn gains nothing: it pays Beam's per-element cost again for each record it emits.
+// Config.BatchBytes bytes. Beam's cost is per element, so a next step that takes records in
+// bulk (a bulk writer, a count, a columnar conversion, a batched RPC) reads several times
+// faster in batches; a per-record DoFn gains nothing (docs/performance.md, "Batches").
 //
-// Pinning, quarantine, splitting and at-least-once delivery are Read's; a runner splits
-// and checkpoints between batches, and a batch cut by a split ends at the split point. The
-// job fails after reading if any object was quarantined.
-//
-// It panics if cfg does not validate.
+// A runner splits and checkpoints between batches; a batch cut by a split ends at the split
+// point. The job fails after reading if any object was quarantined, as with Read. It panics
+// if cfg does not validate.
 func ReadBatches(s beam.Scope, cfg Config) beam.PCollection {
 	s = s.Scope("s3io.ReadBatches")
 	batches, failures := readPrefix(s, prepare(cfg), outBatches)
@@ -93,9 +90,7 @@ func ReadBatchesWithFailures(s beam.Scope, cfg Config) (batches, failures beam.P
 }
 
 // ReadSplitBatches is ReadSplits emitting a PCollection<RecordBatch>, as ReadBatches does.
-// cfg.Bucket and cfg.Prefix are not used.
-//
-// It panics if cfg does not validate.
+// cfg.Bucket and cfg.Prefix are not used. It panics if cfg does not validate.
 func ReadSplitBatches(s beam.Scope, cfg Config, descriptors beam.PCollection) beam.PCollection {
 	batches, failures := readSplits(s, readingConfig(cfg), descriptors, outBatches)
 	failOnFailures(s, failures)

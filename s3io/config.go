@@ -20,8 +20,9 @@ type Compression string
 
 // The compression modes. Auto, the default, decides per object: by key extension first,
 // then by the object's leading magic bytes (brotli has none: by extension only), else none;
-// it also finds tar and zip archives and refuses the formats s3io does not read (README,
-// "What it reads"). An explicit codec decodes every object with it.
+// it also finds tar and zip archives and refuses the formats s3io does not read
+// (ReasonUnsupported). An explicit codec decodes every object with it. Every gzip member
+// (concatenated files, pigz, bgzip), zstd frame and bzip2 stream (pbzip2, lbzip2) is read.
 const (
 	CompressionAuto    Compression = "auto"
 	CompressionNone    Compression = "none"
@@ -119,9 +120,7 @@ type Config struct {
 	// included): "*" and "?" match any run of characters and one character within a path
 	// segment (never "/"), "**" any run including "/", "[...]" a class of characters as in
 	// path.Match (negated with "^" or "!"; never "/"), and "\" escapes the next character.
-	// The listing asks only for the glob's literal prefix (the part before its first
-	// wildcard); a key must also be under Prefix, and Validate fails a Match that no key
-	// under Prefix can match.
+	// A key must also be under Prefix; Validate fails a Match no key under Prefix can match.
 	Match string
 	// StartAfter, when set, plans only the keys that sort strictly after it.
 	StartAfter string
@@ -156,9 +155,8 @@ type Config struct {
 	RequesterPays bool
 	// MaxAttempts bounds the attempts at one request, and separately the ranged GETs that
 	// resume one object's broken or stalled bodies (default 8, 1 to 100). 5xx answers, 503
-	// SlowDown, timeouts and dropped connections are retried with jittered exponential
-	// backoff capped at 5 s; an object still unreadable after that is quarantined as
-	// "unreadable".
+	// SlowDown, timeouts and dropped connections are retried with backoff; an object still
+	// unreadable after that is quarantined as "unreadable".
 	MaxAttempts int
 	// ReadTimeout is how long a GET may wait for response headers, or a body for its next
 	// bytes, before the attempt is abandoned and retried (default 1 minute).
@@ -246,11 +244,9 @@ type Config struct {
 	// docs/design.md, "Fetching ahead".
 
 	// ReadBufferBytes bounds the bytes one reader holds ahead of what it emits (default
-	// 136 MiB, at least 8 MiB + 64 KiB): parts fetched and not yet decoded, each counted at
-	// its size rounded up to a power of two, and up to 4 MiB of decoded records for each of
-	// the two objects being decoded at a time. It is a bound, not what a reader takes: what
-	// it fetches ahead follows the bandwidth-delay product within it and within
-	// WorkerBufferBytes.
+	// 136 MiB, at least 8 MiB + 64 KiB): parts fetched and not yet decoded, and up to 4 MiB
+	// of decoded records for each of the two objects being decoded at a time. It is a bound,
+	// not what a reader takes, which follows the network within it and WorkerBufferBytes.
 	ReadBufferBytes int64
 	// WorkerBufferBytes caps the fetched parts of all the readers of one worker process
 	// together (default 48 MiB, at least 64 KiB); a runner runs a reader per bundle thread.

@@ -36,11 +36,10 @@ func init() {
 // unchanged objects are not read again; deleted objects are forgotten, so a key that comes
 // back is read again. Its output, a PCollection<[]byte> of records, is unbounded.
 //
-// What was read is kept in Beam state keyed by object key (the ETag, tens of bytes plus the
-// key per object), not in a worker's memory, so it survives worker restarts, scales with
-// the runner's state backend, and is restored from a checkpoint or savepoint. A refresh
-// costs one listing of the prefix (docs/design.md, "How listing scales"): about one LIST
-// request per 1,000 keys, whether anything changed or not.
+// What was read is kept in Beam state (the ETag and key per object), not in a worker's
+// memory, so it survives worker restarts and is restored from a checkpoint or savepoint. A
+// refresh lists the whole prefix, about one LIST request per 1,000 keys, whether anything
+// changed or not (docs/design.md, "Watching a prefix").
 //
 // Event time: each record carries its object's LastModified. The output watermark follows
 // the refreshes, so an object is found up to one interval (plus the listing) after it was
@@ -51,10 +50,9 @@ func init() {
 // read is not an error (the next refresh forgets it or reads the new version); it is
 // logged and counted as objects_failed_deleted or objects_failed_overwritten. Any other
 // Failure (corrupt, unreadable, record_too_large, archived) fails the job, naming the
-// object; ReadContinuouslyWithFailures returns them all instead. A version whose read failed
-// is not tried again unless it changes. Streaming runners differ in
-// what a failing bundle does: prism and Flink (without a restart strategy) fail the job,
-// Dataflow retries the bundle forever, so prefer ReadContinuouslyWithFailures there.
+// object; ReadContinuouslyWithFailures returns them all instead, and suits Dataflow, which
+// retries a failing streaming bundle forever. A version whose read failed is not tried
+// again unless it changes.
 //
 // Objects are read whole, one descriptor each (they are not cut into segments), and
 // Config.StartAfter applies to every refresh. It panics if cfg does not validate or

@@ -18,18 +18,15 @@ type Member struct {
 	// ETag is the object's entity tag as listed, quotes included; every read of the object
 	// is pinned to it with If-Match.
 	ETag string
-	// Start and End delimit a segment: the member owns the records that start at a byte
-	// offset in [Start, End). Both zero means the whole object. Only objects framed by a
-	// self-synchronising framer (lines, ndjson) are segmented, because only there can a
-	// reader find the first record boundary after an arbitrary byte: uncompressed ones at
-	// any byte, compressed ones at unit starts (Codec).
+	// Start and End delimit a segment (Config.SplitTargetBytes says which objects have
+	// them): the member owns the records that start at a byte offset in [Start, End). Both
+	// zero means the whole object.
 	Start, End int64
 	// Codec, for a segment of a compressed object, names its compression ("gzip", "zstd",
-	// "bzip2"): such an object is cut at unit starts (gzip members, zstd frames, bzip2
-	// streams) the planner proved, so Start and End are stored offsets where units begin, and the segment owns
-	// the records that start after its first unit's first byte (or at it, for the first
-	// segment) and at or before the next segment's. Empty for an uncompressed segment and a
-	// whole object.
+	// "bzip2"): Start and End are stored offsets of unit starts (gzip members, zstd frames,
+	// bzip2 streams) the planner proved, and the segment owns the records that start after
+	// its first unit's first byte (or at it, for the first segment) and at or before the
+	// next segment's. Empty for an uncompressed segment and a whole object.
 	Codec string
 	// Archived is the archive storage class (GLACIER, DEEP_ARCHIVE) the listing showed the
 	// object in, not restored; empty for an object that can be read. Such a member is

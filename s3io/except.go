@@ -17,17 +17,15 @@ func init() {
 
 // Except returns the descriptors of a PCollection<SplitDescriptor> whose ID is not in
 // doneIDs, a PCollection<string> of the IDs of splits already read. It is how a re-run reads
-// only what an earlier run did not: because packing is content-defined, a replan of a prefix
-// that gained, lost or changed a few objects keeps the IDs of every descriptor that holds
-// none of them, so Except(Plan(...), done) reads the new and changed objects plus at most
-// the other members of the one or two descriptors around each.
+// only what an earlier run did not: a replan keeps the ID of every descriptor that holds no
+// added, removed or changed object, so Except(Plan(...), done) reads the new and changed
+// objects plus at most the other members of the one or two descriptors around each
+// (docs/design.md, "Re-runs with Except").
 //
-// A split is done when a run read it without a Failure: the IDs that run planned, less
-// the SplitIDs of its Failures (ExamplePlan writes both with textio, ExampleExcept reads them
-// back; examples/incremental runs the two passes). Records of a split that failed midway are read
-// again: deduplicate on ReadWithPositions' identity where that matters.
-//
-// Counters splits_already_read and splits_left say how the plan divided.
+// A split is done when a run read it without a Failure: the IDs that run planned, less the
+// SplitIDs of its Failures (ExamplePlan writes both with textio, ExampleExcept reads them
+// back). Records of a split that failed midway are read again: deduplicate on
+// ReadWithPositions' identity where that matters.
 func Except(s beam.Scope, descriptors, doneIDs beam.PCollection) beam.PCollection {
 	s = s.Scope("s3io.Except")
 	planned := beam.ParDo(s, keyByID, descriptors)

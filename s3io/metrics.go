@@ -9,8 +9,7 @@ import "github.com/apache/beam/sdks/v2/go/pkg/beam"
 //	objects_planned, splits_planned  what the planner selected and packed
 //	objects_skipped                  listed objects Match or the time window left out
 //	objects_skipped_archived         archived objects Config.SkipArchived left out
-//	segments_planned                 members that are segments of large objects (uncompressed,
-//	                                 or gzip, zstd and bzip2 cut at their units)
+//	segments_planned                 members that are segments of large objects
 //	probe_requests, probe_bytes      the planner's GETs to decide how to cut large objects (magic
 //	                                 bytes, unit starts, seek tables), and the bytes asked for
 //	restrictions_read                restrictions processed: descriptors, initial splits, residuals
@@ -22,20 +21,15 @@ import "github.com/apache/beam/sdks/v2/go/pkg/beam"
 //	resumed_reads                    reads that began at a resume point inside a member
 //	skipped_records                  records read again and dropped to reach a restriction's start
 //	redecoded_bytes                  decompressed bytes a read decoded again before a restriction's
-//	                                 first record: a compressed member is decoded from its start,
-//	                                 a gzip one from its inflate checkpoint before the resume
-//	                                 point (unframed up to it); an uncompressed one only past its
-//	                                 resume point, by the skipped records
+//	                                 first record (docs/design.md, "Splitting and resuming")
 //	headers_skipped                  records dropped by Config.SkipHeaderRecords
 //	body_resumes                     broken response bodies resumed with a ranged GET
 //	range_ignored                    ranged GETs the server answered with the whole object (200):
 //	                                 read exactly, the bytes before the range received and dropped
 //	cancelled_gets                   GETs cut short because a split, a failure or the end of a read made them unneeded
-//	dropped_bytes                    bytes fetched and dropped unread: a failed object's, or what was
-//	                                 handed over (a split, a checkpoint or a bundle's end moved its
-//	                                 member) and not taken within 30 s, or evicted (handover.go)
-//	members_fetched_ahead            members whose fetch began before their restriction did, fetched
-//	                                 ahead (lookahead.go) or handed over by another read of the worker
+//	dropped_bytes                    bytes fetched and dropped unread: a failed object's, or what a
+//	                                 split, checkpoint or bundle's end handed over and no read took
+//	members_fetched_ahead            members whose fetch began before their restriction did
 //	objects_failed                   objects quarantined (each a Failure)
 //	objects_failed_<reason>          the same by reason: deleted, overwritten, corrupt,
 //	                                 record_too_large, unreadable, archived
@@ -45,8 +39,7 @@ import "github.com/apache/beam/sdks/v2/go/pkg/beam"
 //	                                 whose ETag differs from the version read
 //	objects_unchanged, objects_gone  versions already read, and keys a refresh no longer listed
 //
-// Counters are flushed once per object read rather than per record: a Beam counter update
-// costs a lookup, and a runner commits counters per bundle anyway.
+// Counters are flushed once per object read, not per record (docs/design.md, "Metrics").
 const MetricsNamespace = "s3io"
 
 var (

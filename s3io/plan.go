@@ -19,13 +19,11 @@ type PlanStats struct {
 	// ListRequests counts the ListObjectsV2 requests sent: pages and delimiter probes.
 	ListRequests int64
 	// ProbeRequests and ProbeBytes count the pinned GETs the planner sent to decide how to
-	// cut large objects into segments, and the bytes they asked for (or received, if more):
-	// a magic-byte probe of a
-	// large object without a compressed extension, a compressed object's probes for unit
-	// starts, a seekable zstd object's seek table.
+	// cut large objects into segments (magic bytes, unit starts, seek tables), and the bytes
+	// they asked for (or received, if more).
 	ProbeRequests, ProbeBytes int64
 	// Objects and Bytes are what was planned; Segments the members that are segments of
-	// large objects (uncompressed, or gzip, zstd and bzip2 cut at their units).
+	// large objects.
 	Objects, Bytes int64
 	Descriptors    int64
 	Segments       int64
@@ -68,15 +66,12 @@ func (p *planner) plan(ctx context.Context, bucket, prefix string, emit func(Spl
 
 // Plan lists cfg's prefix once and returns a PCollection<SplitDescriptor>: the objects
 // under it that Match, StartAfter and the time window select, sorted by key and packed into
-// descriptors of about cfg.SplitTargetBytes. An uncompressed object larger than that,
-// framed by lines or ndjson, is cut into segments that are read in parallel, and so is a
-// gzip, zstd or bzip2 object made of units (cut at unit starts, Member.Codec); other objects stay
-// whole. Listing runs on a worker when the pipeline runs, with the worker's AWS
-// credentials, cfg.ListParallelism requests at a time, and descriptors leave the planner as
-// their key range is listed. Replanning an unchanged prefix yields the same descriptors and
-// IDs, whatever the parallelism.
-//
-// It panics if cfg does not validate.
+// descriptors of about cfg.SplitTargetBytes, a larger object cut into segments where its
+// format allows (see Config.SplitTargetBytes). Listing runs on a worker when the pipeline runs,
+// with the worker's AWS credentials, cfg.ListParallelism requests at a time, and
+// descriptors leave the planner as their key range is listed. Replanning an unchanged
+// prefix yields the same descriptors and IDs, whatever the parallelism. It panics if cfg
+// does not validate.
 func Plan(s beam.Scope, cfg Config) beam.PCollection {
 	return planPrefix(s, prepare(cfg))
 }
@@ -90,9 +85,8 @@ func planPrefix(s beam.Scope, cfg Config) beam.PCollection {
 // PlanAll plans every s3://bucket/prefix URL of a PCollection<string> as Plan plans
 // cfg.Bucket and cfg.Prefix (which are not used here), with cfg's other settings, and
 // returns the descriptors of all of them. A URL that is not s3://bucket[/prefix] fails the
-// job, naming it. This is how s3io reads what another transform lists or computes.
-//
-// It panics if cfg does not validate.
+// job, naming it. This is how s3io reads what another transform lists or computes. It
+// panics if cfg does not validate.
 func PlanAll(s beam.Scope, cfg Config, urls beam.PCollection) beam.PCollection {
 	return planAll(s, readingConfig(cfg), urls)
 }

@@ -41,16 +41,9 @@ func init() {
 // of their records: decompressed, framed by cfg.Framer, exactly as stored. It is Plan, a
 // Reshuffle that lets the runner spread the descriptors over workers, and ReadSplits.
 //
-// Every GET is pinned to the ETag the planner listed, so an object changed after planning
-// fails its read rather than mixing versions. Records are emitted at least once: a runner
-// retrying a failed bundle may emit a record again, but never loses one.
-//
-// An object that cannot be read (deleted or overwritten since planning, corrupt, a record
-// over MaxRecordBytes, unreadable within MaxAttempts) is quarantined: the rest is read, then
-// the job fails with an error naming the objects. ReadWithFailures returns them instead.
-// Credential and configuration errors fail the job at once.
-//
-// It panics if cfg does not validate.
+// An object that cannot be read (a Reason) is quarantined: the rest is read, then the job
+// fails with an error naming the objects. ReadWithFailures returns them instead. It panics
+// if cfg does not validate.
 func Read(s beam.Scope, cfg Config) beam.PCollection {
 	s = s.Scope("s3io.Read")
 	records, failures := readPrefix(s, prepare(cfg), outBytes)
@@ -68,12 +61,8 @@ func ReadWithFailures(s beam.Scope, cfg Config) (records, failures beam.PCollect
 // ReadSplits reads the records of a PCollection<SplitDescriptor>, as produced by Plan, and
 // returns them as a PCollection<[]byte>. Use it to plan once and read later, or to read
 // descriptors that were stored. The descriptors name their bucket: cfg.Bucket and
-// cfg.Prefix are not used here and may be empty. Failures are handled as by Read.
-//
-// Each descriptor is read by a splittable DoFn whose restriction is a range of (member,
-// record) positions, so a runner can checkpoint a descriptor and split it between records.
-//
-// It panics if cfg does not validate.
+// cfg.Prefix are not used here and may be empty. Failures are handled as by Read. It panics
+// if cfg does not validate.
 func ReadSplits(s beam.Scope, cfg Config, descriptors beam.PCollection) beam.PCollection {
 	records, failures := readSplits(s, readingConfig(cfg), descriptors, outBytes)
 	failOnFailures(s, failures)
@@ -102,9 +91,7 @@ type Record struct {
 }
 
 // ReadWithPositions is Read, emitting a PCollection<Record> that carries each record's
-// identity and object key with its bytes.
-//
-// It panics if cfg does not validate.
+// identity and object key with its bytes. It panics if cfg does not validate.
 func ReadWithPositions(s beam.Scope, cfg Config) beam.PCollection {
 	s = s.Scope("s3io.ReadWithPositions")
 	records, failures := readPrefix(s, prepare(cfg), outRecords)
@@ -117,9 +104,7 @@ func ReadWithPositions(s beam.Scope, cfg Config) beam.PCollection {
 // any buckets, each planned with cfg's other settings (Match, StartAfter, the time window
 // apply to each). It returns a PCollection<[]byte> of their records and fails the job
 // after reading if any object was quarantined, as Read does. A malformed URL fails the job,
-// naming it.
-//
-// It panics if cfg does not validate.
+// naming it. It panics if cfg does not validate.
 func ReadAll(s beam.Scope, cfg Config, urls beam.PCollection) beam.PCollection {
 	s = s.Scope("s3io.ReadAll")
 	records, failures := ReadAllWithFailures(s, cfg, urls)
