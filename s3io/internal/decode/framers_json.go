@@ -42,7 +42,8 @@ func NewJSONArrayFramer() Framer { return &jsonArrayFramer{} }
 const jsonMaxDepth = 10000
 
 // Scanner states. The scan is a byte-at-a-time state machine so that it can stop at any
-// byte where the data ends and resume there on the next call.
+// byte where the data ends and resume there on the next call. Each state's method is in
+// framers_json_scan.go.
 const (
 	jTop        uint8 = iota // between top-level values
 	jValue                   // a value must follow (after ':' or an array's ',')
@@ -63,6 +64,11 @@ const (
 	jNumE                    // after a number's 'e' or 'E'
 	jNumESign                // after the exponent's sign
 	jNumExp                  // in a number's exponent digits
+
+	// Pseudo-states, which a state's method returns for Frame to act on; they are never
+	// saved in f.state.
+	jSplit // a record starts at the index returned, after bytes to consume on their own
+	jDone  // a value ended just before the index returned
 )
 
 // jsonArrayFramer is a validating JSON scanner over the whole stream that hands out the
@@ -151,6 +157,10 @@ func specialBytes(x uint64) uint64 {
 // Frame scans from where the last call stopped. Before a record it consumes what precedes
 // the record on its own (a ',' and whitespace), so that the record starts the next call's
 // data and the reader's offset for it is its first byte.
+//
+// Frame dispatches on the state to the state's method (see framers_json_scan.go), which
+// scans as far as its token goes, and acts on the pseudo-states itself, as only Frame
+// returns to the caller: a record to start at the next call, or one that ended.
 func (f *jsonArrayFramer) Frame(data []byte, atEOF bool) (int, []byte, error) {
 	if n, ret := f.skip(data, atEOF); ret {
 		f.pos += int64(n)
@@ -163,318 +173,64 @@ func (f *jsonArrayFramer) Frame(data []byte, atEOF bool) (int, []byte, error) {
 			return 0, nil, fmt.Errorf("json-array: called with %d bytes, fewer than the %d of the pending record it already saw", len(data), i)
 		}
 	}
+	var err error
 	for i < len(data) {
-		c := data[i]
 		switch st {
 		case jString:
-			j := stringSpecial(data, i)
-			if j == len(data) {
-				i = j
-				continue
-			}
-			switch data[j] {
-			case '"':
-				i = j + 1
-				// Fast paths for the commonest sequences of compact JSON, `"key":"` and
-				// `","key`, which neither begin nor end a record: a record is an element
-				// of an array, and these are an object's member and key strings.
-				if f.key {
-					if i+1 < len(data) && data[i] == ':' && data[i+1] == '"' {
-						f.key = false
-						i += 2
-						continue
-					}
-					st = jColon
-					continue
-				}
-				if i+1 < len(data) && data[i] == ',' && data[i+1] == '"' && f.stack[len(f.stack)-1] == '{' {
-					f.key = true
-					i += 2
-					continue
-				}
-				goto valueDone
-			case '\\':
-				st, i = jEscape, j+1
-				continue
-			}
-			return 0, nil, f.corrupt(j, "a control character in a string to be escaped", data[j])
-
+			i, st, err = f.scanString(data, i)
 		case jCommaOrEnd:
-			if jsonSpace[c] {
-				i++
-				continue
-			}
-			top := f.stack[len(f.stack)-1]
-			if c == ',' {
-				st = jValue
-				if top == '{' {
-					st = jKey
-				}
-				i++
-				continue
-			}
-			if top == '{' {
-				if c == '}' {
-					goto closeContainer
-				}
-				return 0, nil, f.corrupt(i, "',' or '}' after an object member", c)
-			}
-			if c == ']' {
-				goto closeContainer
-			}
-			if len(f.stack) == f.target {
-				return 0, nil, f.corrupt(i, "',' or ']' after an array element", c)
-			}
-			return 0, nil, f.corrupt(i, "',' or ']' after an array value", c)
-
+			i, st, err = f.scanCommaOrEnd(data, i)
 		case jKeyOrEnd, jKey:
-			if jsonSpace[c] {
-				i++
-				continue
-			}
-			if c == '"' {
-				st, f.key = jString, true
-				i++
-				continue
-			}
-			if st == jKeyOrEnd {
-				if c == '}' {
-					goto closeContainer
-				}
-				return 0, nil, f.corrupt(i, "a string key or '}' after '{'", c)
-			}
-			return 0, nil, f.corrupt(i, "a string key after ',' in an object", c)
-
+			i, st, err = f.scanKey(data, i, st)
 		case jColon:
-			if jsonSpace[c] {
-				i++
-				continue
-			}
-			if c != ':' {
-				return 0, nil, f.corrupt(i, "':' after an object key", c)
-			}
-			st = jValue
-			i++
-			continue
-
+			i, st, err = f.scanColon(data, i)
 		case jValue, jValueOrEnd:
-			if jsonSpace[c] {
-				i++
-				continue
-			}
-			if c == ']' && st == jValueOrEnd {
-				goto closeContainer
-			}
-			d := len(f.stack)
-			if d == f.target && !f.inRecord {
-				if i > 0 {
-					// Consume what precedes the record, so that it starts the next call's
-					// data and its offset is its first byte.
-					f.state = st
-					f.pos += int64(i)
-					return i, nil, nil
-				}
-				f.inRecord = true
-			}
-			switch {
-			case c == '"':
-				st, f.key = jString, false
-				i++
-			case c == '{' || c == '[':
-				if d >= jsonMaxDepth {
-					return 0, nil, f.corrupt(i, fmt.Sprintf("nesting at most %d deep", jsonMaxDepth), c)
-				}
-				f.stack = append(f.stack, c)
-				st = jKeyOrEnd
-				if c == '[' {
-					st = jValueOrEnd
-					if d == 1 && !f.found && f.stack[0] == '{' {
-						// The top-level object's first array-valued member.
-						f.target, f.found = 2, true
-					}
-				}
-				i++
-			case c == '-':
-				st = jNumMinus
-				i++
-			case c == '0':
-				st = jNumZero
-				i++
-			case c >= '1' && c <= '9':
-				st = jNumInt
-				i++
-			case c == 't' || c == 'f' || c == 'n':
-				lit := "null"
-				if c == 't' {
-					lit = "true"
-				} else if c == 'f' {
-					lit = "false"
-				}
-				if len(data)-i >= len(lit) && string(data[i:i+len(lit)]) == lit {
-					i += len(lit)
-					goto valueDone
-				}
-				st, f.lit = jLiteral, lit[1:]
-				i++
-			default:
-				if st == jValueOrEnd {
-					return 0, nil, f.corrupt(i, "a value or ']' after '['", c)
-				}
-				return 0, nil, f.corrupt(i, "a value", c)
-			}
-			continue
-
+			i, st, err = f.scanValue(data, i, st)
 		case jTop:
-			if jsonSpace[c] {
-				i++
-				continue
-			}
-			switch c {
-			case '[':
-				f.target = 1
-				st = jValueOrEnd
-			case '{':
-				f.found = false
-				st = jKeyOrEnd
-			default:
-				return 0, nil, f.corrupt(i, "'[' or '{' at the top level", c)
-			}
-			f.stack = append(f.stack[:0], c)
-			i++
-			continue
-
-		case jEscape:
-			switch c {
-			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
-				st = jString
-			case 'u':
-				st, f.hex = jHex, 4
-			default:
-				return 0, nil, f.corrupt(i, `an escape (one of "\/bfnrtu) after a backslash`, c)
-			}
-			i++
-			continue
-
-		case jHex:
-			if !jsonHex[c] {
-				return 0, nil, f.corrupt(i, `a hex digit in a \u escape`, c)
-			}
-			i++
-			if f.hex--; f.hex == 0 {
-				st = jString
-			}
-			continue
-
+			i, st, err = f.scanTop(data, i)
+		case jEscape, jHex:
+			i, st, err = f.scanEscape(data, i, st)
 		case jLiteral:
-			if c != f.lit[0] {
-				return 0, nil, f.corrupt(i, fmt.Sprintf("%q to continue a literal (true, false, null)", f.lit[0]), c)
-			}
-			i++
-			if f.lit = f.lit[1:]; f.lit == "" {
-				goto valueDone
-			}
-			continue
-
-		case jNumMinus:
-			if c == '0' {
-				st = jNumZero
-			} else if c >= '1' && c <= '9' {
-				st = jNumInt
-			} else {
-				return 0, nil, f.corrupt(i, "a digit after a number's '-'", c)
-			}
-			i++
-			continue
-
-		case jNumInt, jNumZero:
-			if st == jNumInt {
-				for c >= '0' && c <= '9' {
-					if i++; i == len(data) {
-						break
-					}
-					c = data[i]
-				}
-				if i == len(data) {
-					continue
-				}
-			}
-			if c == '.' {
-				st = jNumDot
-			} else if c == 'e' || c == 'E' {
-				st = jNumE
-			} else {
-				goto valueDone // c ends the number and is scanned next
-			}
-			i++
-			continue
-
-		case jNumDot:
-			if c < '0' || c > '9' {
-				return 0, nil, f.corrupt(i, "a digit after a number's '.'", c)
-			}
-			st = jNumFrac
-			i++
-			continue
-
-		case jNumFrac, jNumExp:
-			if c >= '0' && c <= '9' {
-				i++
-				continue
-			}
-			if st == jNumFrac && (c == 'e' || c == 'E') {
-				st = jNumE
-				i++
-				continue
-			}
-			goto valueDone
-
-		case jNumE:
-			if c == '+' || c == '-' {
-				st = jNumESign
-			} else if c >= '0' && c <= '9' {
-				st = jNumExp
-			} else {
-				return 0, nil, f.corrupt(i, "a digit or sign in a number's exponent", c)
-			}
-			i++
-			continue
-
-		case jNumESign:
-			if c < '0' || c > '9' {
-				return 0, nil, f.corrupt(i, "a digit in a number's exponent", c)
-			}
-			st = jNumExp
-			i++
+			i, st, err = f.scanLiteral(data, i)
+		case jNumMinus, jNumZero, jNumInt, jNumDot, jNumFrac, jNumE, jNumESign, jNumExp:
+			i, st, err = f.scanNumber(data, i, st)
+		default:
+			panic("json-array: unknown scanner state")
+		}
+		if err != nil {
+			return 0, nil, err
+		}
+		if st < jSplit {
 			continue
 		}
-		panic("json-array: unknown scanner state")
-
-	closeContainer:
-		// data[i] closes the innermost container, whose kind the caller checked.
-		{
-			d := len(f.stack)
-			f.stack = f.stack[:d-1]
-			if d == f.target {
-				f.target = 0
-			}
-			i++
+		if st == jSplit {
+			// A record starts at data[i]: consume what precedes it, so that it starts the
+			// next call's data (scanValue saved the state).
+			f.pos += int64(i)
+			return i, nil, nil
 		}
-
-	valueDone:
-		// A value ended just before data[i].
-		if d := len(f.stack); d == 0 {
-			st = jTop
-		} else {
-			st = jCommaOrEnd
-			if d == f.target && f.inRecord {
-				f.inRecord, f.resume = false, 0
-				f.state = st
-				f.pos += int64(i)
-				return i, data[:i:i], nil
-			}
+		// st is jDone: a value ended just before data[i].
+		var rec bool
+		if st, rec = f.valueDone(); rec {
+			return f.emit(data, i, st)
 		}
 	}
+	return f.endOfData(data, st, atEOF)
+}
 
+// emit returns the record that ends just before data[i], where the scan goes on in state
+// st, and forgets the scan through it.
+func (f *jsonArrayFramer) emit(data []byte, i int, st uint8) (int, []byte, error) {
+	f.inRecord, f.resume = false, 0
+	f.state = st
+	f.pos += int64(i)
+	return i, data[:i:i], nil
+}
+
+// endOfData ends a call whose data ran out in state st. Outside a record it consumes the
+// data; inside one it consumes nothing, the record having to stay contiguous, and notes
+// how far it scanned. At EOF, anything but the end of a top-level value is a truncation.
+func (f *jsonArrayFramer) endOfData(data []byte, st uint8, atEOF bool) (int, []byte, error) {
 	f.state = st
 	if f.inRecord {
 		if atEOF {
