@@ -98,7 +98,7 @@ func (p *planner) segmentable(ctx context.Context, bucket string, ms []Member, p
 			case !ok:
 			case comp == decode.None:
 				out[i] = segments(m, segSize)
-			case decode.UnitsSegmentable(comp):
+			case decode.CutAtUnits(comp):
 				out[i] = p.unitSegments(ctx, bucket, m, comp, segSize, probes)
 			}
 			return nil

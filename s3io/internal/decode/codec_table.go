@@ -7,7 +7,7 @@ import (
 )
 
 // codec is everything the package knows of one format, as archive/zip's register.go keeps a
-// compression method's decompressor: Detect, NamesTar, Open, Codecs, UnitsSegmentable and
+// compression method's decompressor: Detect, NamesTar, Open, Codecs, CutAtUnits and
 // Slow all read codecTable, so that a format is added, or its facts changed, in one row.
 type codec struct {
 	name Compression
@@ -36,7 +36,7 @@ type codec struct {
 	advice string
 
 	// slow: it decodes at tens of MB/s on one core (Slow). units: it is made of independently
-	// decodable units a planner may cut between (UnitsSegmentable).
+	// decodable units a planner may cut between (CutAtUnits).
 	slow, units bool
 }
 

@@ -122,7 +122,7 @@ func head(b []byte) []byte { return b[:min(len(b), MagicLen)] }
 // TestCodecTable checks every row of codecTable against what its format really is: Detect
 // finds the row by each of its extensions (any case) and, for a row with a magic, by a real
 // object's first bytes; the extension wins over the bytes; Open decodes the row's samples or
-// refuses its format; UnitsSegmentable, Slow and IsUnsupported say what the row says.
+// refuses its format; CutAtUnits, Slow and IsUnsupported say what the row says.
 func TestCodecTable(t *testing.T) {
 	samples := codecSamples(t)
 	var d Decompressors
@@ -158,8 +158,8 @@ func TestCodecTable(t *testing.T) {
 					t.Errorf("Detect by content gave %q, which its row says cannot be told by content", got)
 				}
 			}
-			if got, want := UnitsSegmentable(c.name), c.units; got != want {
-				t.Errorf("UnitsSegmentable = %v, the row says %v", got, want)
+			if got, want := CutAtUnits(c.name), c.units; got != want {
+				t.Errorf("CutAtUnits = %v, the row says %v", got, want)
 			}
 			if got, want := Slow(c.name), c.slow; got != want {
 				t.Errorf("Slow = %v, the row says %v", got, want)
@@ -268,8 +268,8 @@ func TestCodecTableFactsSlowUnits(t *testing.T) {
 		if got, want := Slow(c), c == Bzip2 || c == Xz || c == Brotli; got != want {
 			t.Errorf("Slow(%q) = %v, want %v", c, got, want)
 		}
-		if got, want := UnitsSegmentable(c), c == Gzip || c == Zstd || c == Bzip2; got != want {
-			t.Errorf("UnitsSegmentable(%q) = %v, want %v", c, got, want)
+		if got, want := CutAtUnits(c), c == Gzip || c == Zstd || c == Bzip2; got != want {
+			t.Errorf("CutAtUnits(%q) = %v, want %v", c, got, want)
 		}
 	}
 }

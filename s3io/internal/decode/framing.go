@@ -69,7 +69,7 @@ type FramingSource struct {
 	Consumed func() int64
 	Cancel   func()
 	// StopAt ends framing at the first record whose framing starts at or after this offset
-	// (the rest belongs to the next segment of the object); 0 frames to the end.
+	// (the rest of the object is another read's); 0 frames to the end.
 	StopAt int64
 	// Credit, if set, lends room beyond the window to a slow decoder.
 	Credit Credit
@@ -127,7 +127,7 @@ func (f *Framing) run(src FramingSource) {
 		for size := 0; len(b.Records) < batchRecords && size < batchBytes; {
 			rec, off, err := rr.Next()
 			if err == nil && src.StopAt > 0 && off >= src.StopAt {
-				err = io.EOF // the rest belongs to the next segment
+				err = io.EOF // the rest is another read's
 			}
 			if err != nil {
 				b.Err = err

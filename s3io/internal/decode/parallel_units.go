@@ -7,14 +7,14 @@ import (
 	"sync"
 )
 
-// Decoding a segment's units on more than one core. A segment of a compressed object is a
-// run of whole units (gzip members, zstd frames, bzip2 streams), and each decodes from its
-// own first byte: OpenUnitsParallel cuts the segment's stored bytes, as they arrive, into
-// chunks at unit starts it proves in them (FindUnitIn, the planner's proof), and decodes
-// each chunk on a goroutine of its own while the chunk before is read. The planner can then
-// cut an object into few segments, since each cut it makes costs a probe, and a reader still
-// keeps both cores decoding: chunks need no probe, they are cut in bytes the segment fetches
-// anyway.
+// Decoding a read's own units on more than one core. The span of a compressed object a read
+// owns is a run of whole units (gzip members, zstd frames, bzip2 streams), and each decodes
+// from its own first byte: OpenUnitsParallel cuts the span's stored bytes, as they arrive,
+// into chunks at unit starts it proves in them (FindUnitIn, the planner's proof), and
+// decodes each chunk on a goroutine of its own while the chunk before is read. The planner
+// can then cut an object into few spans, since each cut it makes costs a probe, and a reader
+// still keeps both cores decoding: chunks need no probe, they are cut in bytes the read
+// fetches anyway.
 //
 // A wrong chunk cut cannot change what is read: a chunk must decode to exactly its end, and
 // when one does not (a cut the proof took for a unit start, or a corrupt unit), the read
@@ -28,7 +28,7 @@ type ParallelUnits struct {
 	// or after Chunk bytes.
 	Chunk int
 	// Search is how far past Chunk that start is looked for; with none there, the rest of
-	// the segment is one chunk.
+	// the span is one chunk.
 	Search int
 	// Ahead is how many chunks are decoded ahead of the one being read.
 	Ahead int
@@ -42,7 +42,7 @@ type ParallelUnits struct {
 	// Checkpoints, if set, gets a checkpoint (Member: a unit starts there, no window) at each
 	// chunk start the read reaches past the first, whose decoded offset is Base plus the
 	// bytes read before it: a read resumed there (OpenUnits from its stored offset) decodes
-	// again at most about a chunk before its first record, not the segment before it.
+	// again at most about a chunk before its first record, not the whole span before it.
 	Checkpoints *Checkpoints
 	Base        int64
 }
@@ -57,10 +57,10 @@ const outBlockBytes = 256 << 10
 
 var outBlocks = sync.Pool{New: func() any { b := make([]byte, outBlockBytes); return &b }}
 
-// OpenUnitsParallel is OpenUnits, with the segment's own units decoded in chunks on up to
+// OpenUnitsParallel is OpenUnits, with the read's own units decoded in chunks on up to
 // cfg.Ahead+1 goroutines. The stream must be closed (Close) to stop them.
 func (d *Decompressors) OpenUnitsParallel(comp Compression, src io.Reader, start, own int64, more bool, cfg ParallelUnits) (io.ReadCloser, error) {
-	if !UnitsSegmentable(comp) {
+	if !CutAtUnits(comp) {
 		return nil, fmt.Errorf("s3io: %s objects are not cut at units", comp)
 	}
 	u := &parallelUnits{d: d, comp: comp, src: src, start: start, own: own, more: more, cfg: cfg,
@@ -94,16 +94,16 @@ type parallelUnits struct {
 	closed    bool
 }
 
-// unitChunk is a run of whole units of the segment, cut at proven unit starts.
+// unitChunk is a run of whole units of the span, cut at proven unit starts.
 type unitChunk struct {
 	start  int64  // stored offset of its first byte
 	stored []byte // its stored bytes; for the last chunk, what feed read of them
-	last   bool   // the last chunk: its units run to the segment's end, and past it when more
+	last   bool   // the last chunk: its units run to the span's end, and past it when more
 	out    chan *[]byte
 	err    error // why decoding stopped short of the chunk's end; read once out is closed
 }
 
-// feed reads the segment's stored bytes from src and cuts them into chunks, starting a
+// feed reads the span's stored bytes from src and cuts them into chunks, starting a
 // goroutine for each but the last, which Read decodes as it streams from src.
 func (u *parallelUnits) feed() {
 	defer close(u.fed)
@@ -246,7 +246,7 @@ func (u *parallelUnits) Read(p []byte) (int, error) {
 	}
 }
 
-// sequential stops the chunks and returns the segment's decoded stream from chunk c's
+// sequential stops the chunks and returns the span's decoded stream from chunk c's
 // start on, over the bytes of c and of every chunk after it, then src, past its first skip
 // decoded bytes (those Read returned already).
 func (u *parallelUnits) sequential(c *unitChunk, skip int64) (io.Reader, error) {

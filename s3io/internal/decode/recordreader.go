@@ -157,8 +157,8 @@ func (r *RecordReader) Discard(to int64) error {
 	return nil
 }
 
-// SkipPastNewline consumes the stream through its next LF: a segment's reader, placed on the
-// byte before the segment, uses it to reach the first record that starts in the segment.
+// SkipPastNewline consumes the stream through its next LF: a read of the caller's range,
+// placed on the byte before it, uses it to reach the first record that starts in the range.
 func (r *RecordReader) SkipPastNewline() error {
 	for {
 		if i := bytes.IndexByte(r.buf[r.start:r.end], '\n'); i >= 0 {

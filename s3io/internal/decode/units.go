@@ -17,15 +17,15 @@ import (
 // BGZF, WARC), zstd frames (pzstd, the seekable format, concatenated .zst files) or bzip2
 // streams (pbzip2, concatenated .bz2 files) — can be decoded from the first byte of any of
 // its units. The planner finds unit starts (FindUnit,
-// ZstdSeekTable) and cuts the object there; a segment's reader decodes its own units and then
-// the start of the next one, up to the end of the record in progress (OpenUnits).
+// ZstdSeekTable) and cuts the object there; a read of the span it owns decodes its own units
+// and then the start of the next one, up to the end of the record in progress (OpenUnits).
 
-// UnitsSegmentable reports whether objects compressed with c are made of units a reader can
+// CutAtUnits reports whether objects compressed with c are made of units a reader can
 // start at: gzip members, zstd frames and bzip2 streams (pbzip2 writes one per 900 kB
 // block; the blocks inside a stream are not byte-aligned, so a one-stream file is one unit).
 // xz blocks are not cut (yet): they need the xz index to find.
 // The rows of codecTable say which (units).
-func UnitsSegmentable(c Compression) bool {
+func CutAtUnits(c Compression) bool {
 	k := lookup(c)
 	return k != nil && k.units
 }
@@ -43,7 +43,7 @@ const unitProofBytes = 64 << 10
 // Decompressors.MaxWindow does. An error is r's, never a candidate's: a candidate that does
 // not decode is not a unit start.
 func FindUnit(c Compression, r io.Reader, window int, maxWindow int64) (off int64, found bool, err error) {
-	if !UnitsSegmentable(c) {
+	if !CutAtUnits(c) {
 		return 0, false, fmt.Errorf("s3io: %s objects are not cut at units", c)
 	}
 	return findUnit(c, &probe{r: r}, window, maxWindow)
@@ -52,7 +52,7 @@ func FindUnit(c Compression, r io.Reader, window int, maxWindow int64) (off int6
 // FindUnitIn is FindUnit over bytes already in memory, b: a candidate whose proof runs past
 // b's end counts only if it decodes cleanly to there.
 func FindUnitIn(c Compression, b []byte, window int, maxWindow int64) (off int64, found bool) {
-	if !UnitsSegmentable(c) {
+	if !CutAtUnits(c) {
 		return 0, false
 	}
 	off, found, _ = findUnit(c, &probe{buf: b, err: io.EOF}, window, maxWindow)
@@ -297,15 +297,15 @@ func ZstdSeekTable(tail []byte, size int64) (starts []int64, need int, ok bool) 
 	return starts, 0, true
 }
 
-// OpenUnits returns the decoded stream of a segment of a compressed object cut at unit
-// starts: src holds the segment's stored bytes from its first unit on; the first own bytes of
-// them are the segment's own units, which must end exactly there; when more, what follows
+// OpenUnits returns the decoded stream of the caller's span of a compressed object cut at
+// unit starts: src holds the span's stored bytes from its first unit on; the first own bytes
+// of them are the read's own units, which must end exactly there; when more, what follows
 // them is the object's next units, decoded only up to and including the first LF, which
-// ends the record in progress at the segment's end. start is the segment's stored offset,
-// named in errors: a corrupt unit fails as ErrCorrupt with the stored offset of the gzip
-// member it is in (for zstd and bzip2, of the segment and of the bytes read when it failed).
+// ends the record in progress at the span's end. start is the span's stored offset, named
+// in errors: a corrupt unit fails as ErrCorrupt with the stored offset of the gzip member
+// it is in (for zstd and bzip2, of the span and of the bytes read when it failed).
 func (d *Decompressors) OpenUnits(comp Compression, src io.Reader, start, own int64, more bool) (io.Reader, error) {
-	if !UnitsSegmentable(comp) {
+	if !CutAtUnits(comp) {
 		return nil, fmt.Errorf("s3io: %s objects are not cut at units", comp)
 	}
 	u := &unitsStream{d: d, comp: comp, start: start, own: own, more: more, fetched: source{r: src}}
@@ -317,14 +317,14 @@ func (d *Decompressors) OpenUnits(comp Compression, src io.Reader, start, own in
 	return u, nil
 }
 
-// unitsStream is OpenUnits' stream: the segment's own units, then the next units' bytes up
-// to their first LF.
+// unitsStream is OpenUnits' stream: the read's own units, then the next units' bytes up to
+// their first LF.
 type unitsStream struct {
 	d          *Decompressors
 	comp       Compression
 	start, own int64
 	more       bool
-	fetched    source // the segment's bytes as fetched, past its own units too
+	fetched    source // the span's bytes as fetched, past the own units too
 	lim        io.LimitedReader
 	cnt        storedCounter
 	br         *bufio.Reader
@@ -349,7 +349,7 @@ func (c *storedCounter) Read(p []byte) (int, error) {
 func (u *unitsStream) consumed() int64 { return u.start + u.cnt.n - int64(u.br.Buffered()) }
 
 func (u *unitsStream) openOwn() error {
-	// A buffer of the segment's own, not the decoders' shared one: zstd's Open buffers its
+	// A buffer of the stream's own, not the decoders' shared one: zstd's Open buffers its
 	// walker with that. gzip reads a *bufio.Reader through its fast path.
 	u.br = bufio.NewReaderSize(&u.cnt, 64<<10)
 	switch u.comp {
@@ -370,7 +370,7 @@ func (u *unitsStream) openOwn() error {
 	return nil
 }
 
-// nextMember starts the next gzip member of the segment's own bytes; members are decoded one
+// nextMember starts the next gzip member of the own bytes; members are decoded one
 // by one so that an error names the member it is in. It reports io.EOF after the last.
 func (u *unitsStream) nextMember(first bool) error {
 	u.member = u.consumed()
@@ -402,7 +402,7 @@ func (u *unitsStream) unitError(err error) error {
 	if u.comp == Gzip && !u.tail {
 		return fmt.Errorf("%w (gzip member at stored offset %d)", err, u.member)
 	}
-	return fmt.Errorf("%w (%s units of the segment stored from offset %d, failing before offset %d)", err, u.comp, u.start, u.start+u.cnt.n)
+	return fmt.Errorf("%w (%s units stored from offset %d, failing before offset %d)", err, u.comp, u.start, u.start+u.cnt.n)
 }
 
 func (u *unitsStream) Read(p []byte) (int, error) {
@@ -453,11 +453,11 @@ func (u *unitsStream) Read(p []byte) (int, error) {
 	}
 }
 
-// endOwn checks that the own units ended exactly at the segment's end, and starts decoding
+// endOwn checks that the own units ended exactly at the span's end, and starts decoding
 // the next units, if any.
 func (u *unitsStream) endOwn() error {
 	if left := u.lim.N + int64(u.br.Buffered()); left != 0 {
-		return fmt.Errorf("%w: %s: the units of the segment stored from offset %d end %d bytes before its end at %d", ErrCorrupt, u.comp, u.start, left, u.start+u.own)
+		return fmt.Errorf("%w: %s: the own units stored from offset %d end %d bytes before offset %d", ErrCorrupt, u.comp, u.start, left, u.start+u.own)
 	}
 	if !u.more {
 		u.done = true

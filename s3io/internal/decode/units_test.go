@@ -268,7 +268,7 @@ func TestOpenUnitsCorrupt(t *testing.T) {
 		bad[i] ^= 0x55
 	}
 	_, err = readSegments(t, Bzip2, bad, []int64{pb.starts[1], pb.starts[3]})
-	if !errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), fmt.Sprintf("bzip2 units of the segment stored from offset %d", pb.starts[1])) {
+	if !errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), fmt.Sprintf("bzip2 units stored from offset %d", pb.starts[1])) {
 		t.Fatalf("corrupt bzip2 stream: %v", err)
 	}
 	if _, err := readSegments(t, Bzip2, pb.data, []int64{pb.starts[1] + 100}); !errors.Is(err, ErrCorrupt) {

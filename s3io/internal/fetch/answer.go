@@ -35,7 +35,7 @@ type answer struct {
 
 // checkAnswer checks the response to a GET of [pos, limit) of o before any byte of its body
 // is used. Every GET a PinnedReader makes goes through it: parts, whole objects, body
-// resumes, segment tails and the planner's magic probe alike, since a server or an
+// resumes, range tails and the planner's magic probe alike, since a server or an
 // intermediary may ignore If-Match (and send the current version) or Range (and send the
 // whole object with 200, which HTTP allows).
 //

@@ -48,8 +48,8 @@ func (g *Gets) Open(ctx context.Context, o Object, pos, end int64) *PinnedReader
 }
 
 // OpenWindowed returns a reader of the bytes [pos, end) of o whose requests cover window
-// bytes each: a segment needs its own range plus the tail of the record that straddles its
-// end, not the rest of the object, and a planner's probe for a unit start the few KiB it
+// bytes each: a ranged read needs its own range plus the tail of the record that straddles
+// its end, not the rest of the object, and a planner's probe for a unit start the few KiB it
 // reads before it finds one.
 func (g *Gets) OpenWindowed(ctx context.Context, o Object, pos, end, window int64) *PinnedReader {
 	r := g.Open(ctx, o, pos, end)

@@ -13,7 +13,7 @@ func (of *ObjectFetch) Stream() *Stream {
 }
 
 // Stream is an io.Reader over one object's fetched parts. It is read by one goroutine;
-// Consumed may be called from another (a segment decoded in chunks is read by its feeder
+// Consumed may be called from another (a stream decoded in chunks is read by its feeder
 // while its framing goroutine reports progress).
 type Stream struct {
 	of     *ObjectFetch

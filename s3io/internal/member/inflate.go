@@ -15,7 +15,7 @@ type inflateRead struct {
 }
 
 func (r inflateRead) fetchRange() fetch.Range {
-	return fetch.Range{From: r.cp.Stored, PlanEnd: max(r.size, r.cp.Stored), TailWindow: segmentWindow}
+	return fetch.Range{From: r.cp.Stored, PlanEnd: max(r.size, r.cp.Stored), TailWindow: rangeWindow}
 }
 
 func (r inflateRead) start() (base, skipTo int64) { return r.cp.Decoded, r.resume.Offset }

@@ -3,14 +3,14 @@ package member
 import "github.com/spate-io/beam-s3/s3io/internal/decode"
 
 // Log holds the resume points a read keeps as it decodes, for a split inside its member:
-// inflate checkpoints of a gzip object read whole, unit starts of a segment read in
-// chunks. Refine may run on the goroutine that answers a split while the read adds to it.
+// inflate checkpoints of a gzip object read whole, unit starts of a part read in chunks.
+// Refine may run on the goroutine that answers a split while the read adds to it.
 type Log struct{ c decode.Checkpoints }
 
 // Refine gives h, a resume point inside the member being read, the latest point of the log
 // at or before h.Offset, so that the residual's read fetches and decodes from there rather
-// than from the member's (or segment's) first byte. A seekable h, or a nil log, comes back
-// unchanged, as does h when the log has nothing before it (h keeps the point it had).
+// than from the member's first byte. A seekable h, or a nil log, comes back unchanged, as
+// does h when the log has nothing before it (h keeps the point it had).
 func (l *Log) Refine(h Resume) Resume {
 	if l == nil || h.Seekable || !h.Known() {
 		return h

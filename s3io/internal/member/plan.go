@@ -17,8 +17,8 @@ type Resume struct {
 	// offset in the object.
 	Seekable bool
 	// Inflate is a resume point inside the compressed stream at or before Offset (an
-	// encoded decode.Checkpoint): for a gzip object an inflate checkpoint, for a segment
-	// read in chunks the start of a unit its read passed. The read fetches from its stored
+	// encoded decode.Checkpoint): for a gzip object an inflate checkpoint, for a part read
+	// in chunks the start of a unit its read passed. The read fetches from its stored
 	// byte and decodes only from there. What it costs a restriction is in docs/design.md,
 	// "Inflate checkpoints".
 	Inflate string
@@ -31,10 +31,10 @@ func (h Resume) Known() bool { return h.Offset > 0 }
 type Plan struct {
 	Key  string
 	Size int64 // stored bytes of the object
-	// Start and End delimit a segment's stored bytes; both zero mean the whole object.
+	// Start and End cut a part of the object, in stored bytes; both zero mean all of it.
 	Start, End int64
-	// Codec names the compression a segment was cut by at unit starts; "" for a segment of
-	// an uncompressed object or a whole object.
+	// Codec names the compression a part was cut by at unit starts; "" for a part of an
+	// uncompressed object or a whole object.
 	Codec string
 	// Resume is where the read resumes; zero to read from the member's first record.
 	Resume Resume
@@ -48,14 +48,14 @@ func (p Plan) span() (start, end int64) {
 	return p.Start, p.End
 }
 
-// isSegment reports whether p is part of an object rather than all of it.
-func (p Plan) isSegment() bool {
+// isPart reports whether p is part of an object rather than all of it.
+func (p Plan) isPart() bool {
 	start, end := p.span()
 	return start > 0 || end < p.Size
 }
 
 // FetchRange is what the read of p fetches: the planned bytes ahead, and past them (only a
-// segment's last record can reach there) a window at a time.
+// part's last record can reach there) a window at a time.
 func (p Plan) FetchRange() fetch.Range { return p.kind().fetchRange() }
 
 // kind is one kind of read: where it starts, what it fetches and how it decodes. Each
@@ -67,7 +67,7 @@ type kind interface {
 	// for the bytes decoded again to reach the restriction's first record.
 	start() (base, skipTo int64)
 	// stopAt is where framing stops: the first record starting there or later is the next
-	// segment's. 0 frames to the end.
+	// part's. 0 frames to the end.
 	stopAt() int64
 	// log returns the resume points the read keeps for splits inside it, nil for none.
 	log(r *Reader) *Log
@@ -76,15 +76,15 @@ type kind interface {
 	open(o *opening) (recs *decode.RecordReader, seekable, borrow bool, err error)
 }
 
-// kind decides which kind of read p takes: a segment of a compressed object reads units;
-// an uncompressed segment, or a resume at a byte of stored records, a range; a resume at
+// kind decides which kind of read p takes: a part of a compressed object reads units; an
+// uncompressed part, or a resume at a byte of stored records, a range; a resume at
 // an inflate checkpoint inflates from it; anything else is read whole.
 func (p Plan) kind() kind {
 	h := p.Resume
 	switch {
-	case p.isSegment() && p.Codec != "":
+	case p.isPart() && p.Codec != "":
 		return newUnitsRead(p)
-	case p.isSegment() || h.Known() && h.Seekable:
+	case p.isPart() || h.Known() && h.Seekable:
 		return newRangeRead(p)
 	case h.Known() && h.Inflate != "":
 		if cp, err := decode.DecodeCheckpoint(h.Inflate); err == nil {

@@ -5,12 +5,12 @@ import (
 	"github.com/spate-io/beam-s3/s3io/internal/fetch"
 )
 
-// segmentSlack and segmentWindow size the ranged GETs of an uncompressed segment: its own
-// range plus segmentSlack in the planned parts, then segmentWindow at a time for a record
+// rangeSlack and rangeWindow size the ranged GETs of an uncompressed segment: its own
+// range plus rangeSlack in the planned parts, then rangeWindow at a time for a record
 // that straddles the segment's end by more.
 const (
-	segmentSlack  = 64 << 10
-	segmentWindow = 1 << 20
+	rangeSlack  = 64 << 10
+	rangeWindow = 1 << 20
 )
 
 // rangeRead reads stored bytes that are the records themselves from a byte offset: a
@@ -29,9 +29,9 @@ type rangeRead struct {
 
 func newRangeRead(p Plan) rangeRead {
 	r := rangeRead{planEnd: p.Size}
-	if p.isSegment() {
+	if p.isPart() {
 		start, end := p.span()
-		r.from, r.planEnd = max(start-1, 0), min(end+segmentSlack, p.Size)
+		r.from, r.planEnd = max(start-1, 0), min(end+rangeSlack, p.Size)
 		r.skipPartial, r.stop = start > 0, end
 	}
 	if h := p.Resume; h.Known() && h.Seekable {
@@ -42,7 +42,7 @@ func newRangeRead(p Plan) rangeRead {
 }
 
 func (r rangeRead) fetchRange() fetch.Range {
-	return fetch.Range{From: r.from, PlanEnd: r.planEnd, TailWindow: segmentWindow}
+	return fetch.Range{From: r.from, PlanEnd: r.planEnd, TailWindow: rangeWindow}
 }
 
 func (r rangeRead) start() (base, skipTo int64) { return r.from, r.from }

@@ -50,8 +50,8 @@ type Read struct {
 	src    *fetch.Stream
 	dec    *decode.Decompressors
 	log    *Log
-	// units, set by the framing goroutine, stops a segment's chunk goroutines once framing
-	// has stopped.
+	// units, set by the framing goroutine, stops the chunk goroutines of a units read once
+	// framing has stopped.
 	units io.Closer
 	// base is the offset of the member's records where decoding starts, and skipTo the
 	// offset decoded unframed from there: what lies between, and the records skipped

@@ -11,7 +11,7 @@ import (
 type wholeRead struct{ plan Plan }
 
 func (r wholeRead) fetchRange() fetch.Range {
-	return fetch.Range{From: 0, PlanEnd: r.plan.Size, TailWindow: segmentWindow}
+	return fetch.Range{From: 0, PlanEnd: r.plan.Size, TailWindow: rangeWindow}
 }
 
 func (r wholeRead) start() (base, skipTo int64) {
