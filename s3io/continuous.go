@@ -54,7 +54,7 @@ func init() {
 // retries a failing streaming bundle forever. A version whose read failed is not tried
 // again unless it changes.
 //
-// Objects are read whole, one descriptor each (they are not cut into segments), and
+// Objects are read whole, one descriptor each (they are not cut), and
 // Config.StartAfter applies to every refresh. It panics if cfg does not validate or
 // interval is under a second.
 func ReadContinuously(s beam.Scope, cfg Config, interval time.Duration, end time.Time) beam.PCollection {

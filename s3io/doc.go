@@ -53,7 +53,7 @@
 // Plan lists the prefix once, on one worker, and packs the objects into SplitDescriptors
 // whose IDs survive a replan that changed a little (what Except relies on); readers never
 // list. A runner can checkpoint and split a descriptor between records, and large objects
-// are read as parallel segments (Config.SplitTargetBytes). Each reader fetches ahead within
+// are cut and their parts read in parallel (Config.SplitTargetBytes). Each reader fetches ahead within
 // a memory bound (Config.ReadBufferBytes, WorkerBufferBytes). The design notes and
 // measurements are in the repository's docs/design.md and docs/performance.md.
 package s3io

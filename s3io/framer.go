@@ -65,7 +65,7 @@ func RegisterFramer(name string, newFramer func() RecordFramer) {
 }
 
 // selfSynchronizing reports whether a framer can start in the middle of an object: a line
-// ends at the next LF wherever one starts reading. Only such framers allow segments.
+// ends at the next LF wherever one starts reading. Only such framers let the planner cut an object (Config.SplitTargetBytes).
 func selfSynchronizing(name string) bool { return name == "lines" || name == "ndjson" }
 
 // resumesAtOffset reports whether a framer can start at any record's byte offset, so that a

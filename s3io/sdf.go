@@ -167,7 +167,7 @@ func (fn *reader) readRestriction(ctx context.Context, rt *sdf.LockRTracker, d S
 			continue
 		}
 		if start, _ := d.Members[m].span(); first == 0 && start == 0 {
-			metricObjects.Inc(ctx, 1) // once per object, however it is segmented and split
+			metricObjects.Inc(ctx, 1) // once per object, however it is cut and split
 		}
 		stopped, err := fn.readMember(ctx, rt, d, rd, rd.open(ctx, m), first, emit)
 		if err != nil {
