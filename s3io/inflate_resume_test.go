@@ -86,10 +86,10 @@ func TestResumeInsideGzipFromCheckpoint(t *testing.T) {
 			if err := f.fn.process(ctx, rt, f.desc, sink, func(fl Failure) { t.Errorf("unexpected failure %v", fl) }); err != nil {
 				t.Fatal(err)
 			}
-			if *next != residual.Start.Index || residual.Resume.Inflate == "" {
+			if *next != residual.Start.Index || residual.Resume.Checkpoint == "" {
 				t.Fatalf("primary emitted %d records; residual %+v starts at %v, want a resume hint with an inflate checkpoint", *next, residual.Resume.Index, residual.Start)
 			}
-			t.Logf("split at %v: hint %d bytes, of which the checkpoint %d", fraction, len(residual.Resume.Inflate)+24, len(residual.Resume.Inflate))
+			t.Logf("split at %v: hint %d bytes, of which the checkpoint %d", fraction, len(residual.Resume.Checkpoint)+24, len(residual.Resume.Checkpoint))
 			ctx = metrics.SetPTransformID(metrics.SetBundleID(context.Background(), "bundle"), fmt.Sprintf("residual-%v", fraction))
 			sink, next = checkRecords(t, residual.Start.Index, nil)
 			before := len(f.srv.Requests(f.key))
@@ -148,7 +148,7 @@ func TestReadAndBatchesResumeAtInflateCheckpoint(t *testing.T) {
 			const k = 30000
 			var residual restriction
 			primary := f.run(t, fullRestriction(f.desc), checkpointAfter(t, k, &residual))
-			if len(primary) < k || residual.Resume.Index != int64(len(primary)) || residual.Resume.Inflate == "" || residual.Resume.Seekable {
+			if len(primary) < k || residual.Resume.Index != int64(len(primary)) || residual.Resume.Checkpoint == "" || residual.Resume.Seekable {
 				t.Fatalf("primary %d records, residual hint %+v: want at least %d, the hint at its end, and an inflate checkpoint", len(primary), residual.Resume.Index, k)
 			}
 			rest, c := f.runCounted(t, residual, nil)
@@ -176,7 +176,7 @@ func TestInflateHintSurvivesTheCoder(t *testing.T) {
 	}
 	cp := decode.Checkpoint{Stored: 123456789, Bit: 5, Decoded: 987654321, CRC: 0xdeadbeef, MemberSize: 987654321, Window: window}
 	rest := restriction{Start: position{Member: 0, Index: 42}, End: position{Member: 1}, Sizes: []int64{5 << 30},
-		Resume: resumeHint{Index: 42, Offset: 987654400, Inflate: cp.Encode()}}
+		Resume: resumeHint{Index: 42, Offset: 987654400, Checkpoint: cp.Encode()}}
 	enc, err := coder.RowEncoderForStruct(reflect.TypeOf(rest))
 	if err != nil {
 		t.Fatal(err)
@@ -189,12 +189,12 @@ func TestInflateHintSurvivesTheCoder(t *testing.T) {
 	if err := enc(rest, &buf); err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("restriction encoded in %d bytes, its checkpoint %d", buf.Len(), len(rest.Resume.Inflate))
+	t.Logf("restriction encoded in %d bytes, its checkpoint %d", buf.Len(), len(rest.Resume.Checkpoint))
 	got, err := dec(&buf)
 	if err != nil {
 		t.Fatal(err)
 	}
-	back, err := decode.DecodeCheckpoint(got.(restriction).Resume.Inflate)
+	back, err := decode.DecodeCheckpoint(got.(restriction).Resume.Checkpoint)
 	if err != nil || back.Stored != cp.Stored || back.Bit != cp.Bit || back.CRC != cp.CRC || !bytes.Equal(back.Window, window) {
 		t.Fatalf("decoded %+v, %v", back.Stored, err)
 	}

@@ -74,7 +74,7 @@ func resumeInSegment(t *testing.T, fn *reader, m Member) {
 	all, whole := read(fullRestriction(d), nil)
 	var residual restriction
 	primary, _ := read(fullRestriction(d), checkpointAfter(t, len(all)*9/10, &residual))
-	if residual.Resume.Inflate == "" {
+	if residual.Resume.Checkpoint == "" {
 		t.Fatalf("residual %+v: want a hint at a unit start", residual.Resume)
 	}
 	forgetHandovers() // the residual resumes on its own, as on another worker
@@ -88,5 +88,5 @@ func resumeInSegment(t *testing.T, fn *reader, m Member) {
 	if c["redecoded_bytes"] <= 0 || c["redecoded_bytes"] > chunk || c["redecoded_bytes"] >= residual.Resume.Offset/2 {
 		t.Errorf("residual decoded again %d bytes of the %d before its resume point, want at most two chunks (%d)", c["redecoded_bytes"], residual.Resume.Offset, chunk)
 	}
-	t.Logf("[%d, %d): resumed at record %d, offset %d; decoded again %d bytes (hint %d bytes)", m.Start, m.End, residual.Resume.Index, residual.Resume.Offset, c["redecoded_bytes"], len(residual.Resume.Inflate))
+	t.Logf("[%d, %d): resumed at record %d, offset %d; decoded again %d bytes (hint %d bytes)", m.Start, m.End, residual.Resume.Index, residual.Resume.Offset, c["redecoded_bytes"], len(residual.Resume.Checkpoint))
 }

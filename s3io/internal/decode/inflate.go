@@ -25,13 +25,15 @@ import (
 // checkpoint's stored byte (flate.WithResumeFrom) and checks the member's CRC and length at
 // its end as a read from the start would.
 
-// Checkpoint is a point of a gzip object where decoding can start again.
+// Checkpoint is a point of a compressed object where decoding can start again: inside a
+// gzip member (a block boundary, with the window before it), or at the start of a unit (a
+// gzip member, a zstd frame, a bzip2 stream) that decodes on its own.
 type Checkpoint struct {
 	Stored  int64 // stored offset of the first byte to read: the one holding Bit
 	Bit     uint8 // bits of that byte already consumed
 	Decoded int64 // decoded offset of the object at the checkpoint
-	// Member is true when a gzip member starts at Stored: no window, no CRC so far.
-	Member bool
+	// Unit is true when a unit starts at Stored: no window, no CRC so far.
+	Unit bool
 	// CRC and MemberSize are the member's CRC-32 and length of output before the checkpoint.
 	CRC        uint32
 	MemberSize int64
@@ -46,7 +48,7 @@ const checkpointVersion = 1
 // what a restriction's resume hint carries (its size: docs/design.md, "Inflate checkpoints").
 func (cp Checkpoint) Encode() string {
 	b := []byte{checkpointVersion, cp.Bit}
-	if cp.Member {
+	if cp.Unit {
 		b[0] |= 0x80
 	}
 	b = binary.AppendUvarint(b, uint64(cp.Stored))
@@ -73,7 +75,7 @@ func DecodeCheckpoint(s string) (Checkpoint, error) {
 	if err != nil || len(b) < 2 || b[0]&0x7f != checkpointVersion {
 		return bad("version")
 	}
-	cp := Checkpoint{Member: b[0]&0x80 != 0, Bit: b[1]}
+	cp := Checkpoint{Unit: b[0]&0x80 != 0, Bit: b[1]}
 	b = b[2:]
 	next := func() (int64, bool) {
 		v, n := binary.Uvarint(b)
@@ -248,7 +250,7 @@ func OpenGzipAt(src io.Reader, cp Checkpoint, cps *Checkpoints) (io.Reader, erro
 	s.decoded, s.lastCP = cp.Decoded, cp.Stored
 	s.members = 1 // not the object's first member: its end may be the object's
 	cps.add(cp)
-	if cp.Member {
+	if cp.Unit {
 		if err := s.nextMember(); err != nil {
 			return nil, err
 		}
@@ -281,7 +283,7 @@ func (s *inflateStream) nextMember() error {
 		return err
 	}
 	if s.member > 0 && s.member-s.lastCP >= s.cps.Every {
-		s.cps.add(Checkpoint{Stored: s.member, Decoded: s.decoded, Member: true})
+		s.cps.add(Checkpoint{Stored: s.member, Decoded: s.decoded, Unit: true})
 		s.lastCP = s.member
 	}
 	s.flBase = s.consumed()

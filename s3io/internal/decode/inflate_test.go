@@ -42,7 +42,7 @@ func TestInflateCheckpointsResume(t *testing.T) {
 			}
 			blocks := 0
 			for i, cp := range cps.list {
-				if !cp.Member {
+				if !cp.Unit {
 					blocks++
 				}
 				back, err := DecodeCheckpoint(cp.Encode())
@@ -58,7 +58,7 @@ func TestInflateCheckpointsResume(t *testing.T) {
 				}
 				rest, err := io.ReadAll(r)
 				if err != nil || !bytes.Equal(rest, plain[cp.Decoded:]) {
-					t.Fatalf("resumed at stored %d (bit %d, decoded %d, member %v): %d bytes, want %d: %v", cp.Stored, cp.Bit, cp.Decoded, cp.Member, len(rest), len(plain)-int(cp.Decoded), err)
+					t.Fatalf("resumed at stored %d (bit %d, decoded %d, member %v): %d bytes, want %d: %v", cp.Stored, cp.Bit, cp.Decoded, cp.Unit, len(rest), len(plain)-int(cp.Decoded), err)
 				}
 			}
 			if o.name != "bgzip" && blocks == 0 {

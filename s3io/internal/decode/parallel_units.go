@@ -224,7 +224,7 @@ func (u *parallelUnits) Read(p []byte) (int, error) {
 			}
 			if u.cfg.Checkpoints != nil && c.start > u.start {
 				// The chunk before ended exactly here: a unit starts on this byte.
-				u.cfg.Checkpoints.add(Checkpoint{Stored: c.start, Decoded: u.cfg.Base + u.done, Member: true})
+				u.cfg.Checkpoints.add(Checkpoint{Stored: c.start, Decoded: u.cfg.Base + u.done, Unit: true})
 			}
 			if c.last {
 				u.seq, u.err = u.sequential(c, 0)

@@ -16,7 +16,7 @@ func (l *Log) Refine(h Resume) Resume {
 		return h
 	}
 	if cp, ok := l.c.Before(h.Offset); ok {
-		h.Inflate = cp.Encode()
+		h.Checkpoint = cp.Encode()
 	}
 	return h
 }

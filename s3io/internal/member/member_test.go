@@ -234,7 +234,7 @@ func TestLogRefine(t *testing.T) {
 // TestPlanKinds: which kind of read a plan takes, and what it fetches.
 func TestPlanKinds(t *testing.T) {
 	cp := decode.Checkpoint{Stored: 5000, Decoded: 20000}.Encode()
-	unit := decode.Checkpoint{Stored: 5000, Decoded: 20000, Member: true}.Encode()
+	unit := decode.Checkpoint{Stored: 5000, Decoded: 20000, Unit: true}.Encode()
 	cases := []struct {
 		name string
 		p    Plan
@@ -244,11 +244,11 @@ func TestPlanKinds(t *testing.T) {
 		{"whole", Plan{Size: 1e6}, "member.wholeRead", 0},
 		{"uncompressed segment", Plan{Size: 1e6, Start: 1000, End: 2000}, "member.rangeRead", 999},
 		{"seekable resume", Plan{Size: 1e6, Resume: Resume{Index: 3, Offset: 700, Seekable: true}}, "member.rangeRead", 700},
-		{"inflate resume", Plan{Size: 1e6, Resume: Resume{Index: 3, Offset: 30000, Inflate: cp}}, "member.inflateRead", 5000},
-		{"bad checkpoint", Plan{Size: 1e6, Resume: Resume{Index: 3, Offset: 30000, Inflate: "x"}}, "member.wholeRead", 0},
+		{"inflate resume", Plan{Size: 1e6, Resume: Resume{Index: 3, Offset: 30000, Checkpoint: cp}}, "member.inflateRead", 5000},
+		{"bad checkpoint", Plan{Size: 1e6, Resume: Resume{Index: 3, Offset: 30000, Checkpoint: "x"}}, "member.wholeRead", 0},
 		{"units segment", Plan{Size: 1e6, Start: 1000, End: 9000, Codec: "gzip"}, "member.unitsRead", 1000},
-		{"units resumed at a unit", Plan{Size: 1e6, Start: 1000, End: 9000, Codec: "gzip", Resume: Resume{Index: 3, Offset: 30000, Inflate: unit}}, "member.unitsRead", 5000},
-		{"unit outside the segment", Plan{Size: 1e6, Start: 6000, End: 9000, Codec: "gzip", Resume: Resume{Index: 3, Offset: 30000, Inflate: unit}}, "member.unitsRead", 6000},
+		{"units resumed at a unit", Plan{Size: 1e6, Start: 1000, End: 9000, Codec: "gzip", Resume: Resume{Index: 3, Offset: 30000, Checkpoint: unit}}, "member.unitsRead", 5000},
+		{"unit outside the segment", Plan{Size: 1e6, Start: 6000, End: 9000, Codec: "gzip", Resume: Resume{Index: 3, Offset: 30000, Checkpoint: unit}}, "member.unitsRead", 6000},
 	}
 	for _, tc := range cases {
 		if k := fmt.Sprintf("%T", tc.p.kind()); k != tc.kind {

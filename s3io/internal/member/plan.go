@@ -16,12 +16,12 @@ type Resume struct {
 	// Seekable is true when the member is stored uncompressed, so Offset is also a byte
 	// offset in the object.
 	Seekable bool
-	// Inflate is a resume point inside the compressed stream at or before Offset (an
+	// Checkpoint is a resume point inside the compressed stream at or before Offset (an
 	// encoded decode.Checkpoint): for a gzip object an inflate checkpoint, for a part read
 	// in chunks the start of a unit its read passed. The read fetches from its stored
 	// byte and decodes only from there. What it costs a restriction is in docs/design.md,
 	// "Inflate checkpoints".
-	Inflate string
+	Checkpoint string
 }
 
 // Known reports whether h says anything: a read at a member's start has no resume point.
@@ -86,8 +86,8 @@ func (p Plan) kind() kind {
 		return newUnitsRead(p)
 	case p.isPart() || h.Known() && h.Seekable:
 		return newRangeRead(p)
-	case h.Known() && h.Inflate != "":
-		if cp, err := decode.DecodeCheckpoint(h.Inflate); err == nil {
+	case h.Known() && h.Checkpoint != "":
+		if cp, err := decode.DecodeCheckpoint(h.Checkpoint); err == nil {
 			return inflateRead{cp: cp, resume: h, size: p.Size}
 		}
 	}

@@ -32,7 +32,7 @@ const unitCheckpointsKept = 8
 // record straddling two segments is read once, by the segment it starts in.
 //
 // A resumed read starts at the segment's first unit, or at a later unit start its earlier
-// read passed and logged (a Resume.Inflate with Member set, which the read in chunks keeps
+// read passed and logged (a Resume.Checkpoint with Unit set, which the read in chunks keeps
 // at each chunk start): it fetches from that unit's stored byte, decodes from there, and
 // skips unframed up to Resume.Offset. A split inside the segment hands its residual the
 // last unit start logged before the split's record (Log.Refine), or, with none logged, the
@@ -58,8 +58,8 @@ func newUnitsRead(p Plan) unitsRead {
 	u := unitsRead{from: start, own: own, more: end < p.Size, resume: p.Resume,
 		planEnd: min(end+min(unitSlack, own/8), p.Size), tail: min(unitWindow, max(own/4, 16<<10)),
 		skipPartial: start > 0 && !p.Resume.Known()}
-	if h := p.Resume; h.Known() && h.Inflate != "" {
-		if cp, err := decode.DecodeCheckpoint(h.Inflate); err == nil && cp.Member && cp.Stored > start && cp.Stored < end {
+	if h := p.Resume; h.Known() && h.Checkpoint != "" {
+		if cp, err := decode.DecodeCheckpoint(h.Checkpoint); err == nil && cp.Unit && cp.Stored > start && cp.Stored < end {
 			u.from, u.own, u.base = cp.Stored, end-cp.Stored, cp.Decoded
 		}
 	}
