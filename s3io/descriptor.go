@@ -4,6 +4,8 @@ import (
 	"crypto/sha256"
 	"encoding/binary"
 	"encoding/hex"
+
+	"github.com/spate-io/beam-s3/s3io/internal/member"
 )
 
 // PackingVersion names the planner's packing algorithm. It is digested into every split ID,
@@ -35,19 +37,16 @@ type Member struct {
 	Archived string
 }
 
-// span returns the byte range whose records m owns.
-func (m Member) span() (start, end int64) {
-	if m.Start == 0 && m.End == 0 {
-		return 0, m.Size
-	}
-	return m.Start, m.End
+// plan is what reading m plans, resuming where h says.
+func (m Member) plan(h resumeHint) member.Plan {
+	return member.Plan{Key: m.Key, Size: m.Size, Start: m.Start, End: m.End, Codec: m.Codec, Resume: h}
 }
 
+// span returns the byte range whose records m owns.
+func (m Member) span() (start, end int64) { return m.plan(resumeHint{}).Span() }
+
 // isSegment reports whether m is part of an object rather than all of it.
-func (m Member) isSegment() bool {
-	start, end := m.span()
-	return start > 0 || end < m.Size
-}
+func (m Member) isSegment() bool { return m.plan(resumeHint{}).IsPart() }
 
 // weight is m's share of the object's stored bytes: what reading it costs.
 func (m Member) weight() int64 {

@@ -58,8 +58,7 @@ func memberPlan(d SplitDescriptor, start position, hint resumeHint, m int) membe
 	if m != start.Member {
 		hint = resumeHint{}
 	}
-	x := d.Members[m]
-	return member.Plan{Key: x.Key, Size: x.Size, Start: x.Start, End: x.End, Codec: x.Codec, Resume: hint}
+	return d.Members[m].plan(hint)
 }
 
 // memberFetches returns what reading rest of d fetches, member by member: every member but

@@ -5,15 +5,10 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
-	"net/http"
 	"slices"
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/credentials"
-	"github.com/aws/aws-sdk-go-v2/service/s3"
 
 	"github.com/spate-io/beam-s3/internal/s3test"
 	"github.com/spate-io/beam-s3/s3io/internal/decode"
@@ -35,13 +30,11 @@ func newBench(t *testing.T, key string, data []byte, checkpointBytes int64) *ben
 	srv := s3test.New(t)
 	srv.CreateBucket(t, "mem")
 	etag := srv.Put(t, "mem", key, data)
-	client := s3.New(s3.Options{Region: "us-east-1", BaseEndpoint: aws.String(srv.URL), UsePathStyle: true,
-		Credentials: credentials.NewStaticCredentialsProvider("k", "s", ""), HTTPClient: http.DefaultClient})
 	set := fetch.Settings{ReadTimeout: time.Minute, MaxAttempts: 4, PartBytes: 1 << 20, MaxRequestsInFlight: 4}
 	pool := fetch.NewPool(64 << 20)
 	budget := fetch.NewBudget(pool, 16<<20, 8<<20, 32<<20)
 	b := &bench{t: t, obj: fetch.Object{Key: key, ETag: etag, Size: int64(len(data))},
-		gets: fetch.NewGets(client, "mem", set), fetcher: fetch.NewFetcher(t.Context(), set, pool, budget)}
+		gets: fetch.NewGets(srv.Client, "mem", set), fetcher: fetch.NewFetcher(t.Context(), set, pool, budget)}
 	b.reader = &Reader{NewFramer: func() decode.Framer { return decode.FramerFunc(decode.FrameLines) },
 		Compression: "auto", MaxRecordBytes: 1 << 20, CheckpointBytes: checkpointBytes,
 		MaxDecoderWindowBytes: decode.DefaultMaxWindow, WindowBytes: 1 << 20, Budget: budget, BudgetBytes: 32 << 20}

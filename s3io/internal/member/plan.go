@@ -40,17 +40,17 @@ type Plan struct {
 	Resume Resume
 }
 
-// span returns the stored bytes the member owns.
-func (p Plan) span() (start, end int64) {
+// Span returns the stored bytes whose records the member owns.
+func (p Plan) Span() (start, end int64) {
 	if p.Start == 0 && p.End == 0 {
 		return 0, p.Size
 	}
 	return p.Start, p.End
 }
 
-// isPart reports whether p is part of an object rather than all of it.
-func (p Plan) isPart() bool {
-	start, end := p.span()
+// IsPart reports whether p is part of an object rather than all of it.
+func (p Plan) IsPart() bool {
+	start, end := p.Span()
 	return start > 0 || end < p.Size
 }
 
@@ -82,9 +82,9 @@ type kind interface {
 func (p Plan) kind() kind {
 	h := p.Resume
 	switch {
-	case p.isPart() && p.Codec != "":
+	case p.IsPart() && p.Codec != "":
 		return newUnitsRead(p)
-	case p.isPart() || h.Known() && h.Seekable:
+	case p.IsPart() || h.Known() && h.Seekable:
 		return newRangeRead(p)
 	case h.Known() && h.Checkpoint != "":
 		if cp, err := decode.DecodeCheckpoint(h.Checkpoint); err == nil {

@@ -29,8 +29,8 @@ type rangeRead struct {
 
 func newRangeRead(p Plan) rangeRead {
 	r := rangeRead{planEnd: p.Size}
-	if p.isPart() {
-		start, end := p.span()
+	if p.IsPart() {
+		start, end := p.Span()
 		r.from, r.planEnd = max(start-1, 0), min(end+rangeSlack, p.Size)
 		r.skipPartial, r.stop = start > 0, end
 	}

@@ -51,7 +51,7 @@ type unitsRead struct {
 }
 
 func newUnitsRead(p Plan) unitsRead {
-	start, end := p.span()
+	start, end := p.Span()
 	own := end - start
 	// A small segment plans less slack, and asks for less at a time past it, so that what
 	// it fetches past its end stays a fraction of its own bytes.
