@@ -172,15 +172,38 @@ func TestPartSizeFollowsBudgetAndConnections(t *testing.T) {
 	}
 	// The rate is a moving average of what parts of a MiB and more took.
 	f := NewFetcher(t.Context(), Settings{PartBytes: 8 * mib, MaxRequestsInFlight: 1}, pool, NewBudget(pool, mib, mib, mib))
-	f.delivered(64<<10, time.Millisecond) // too small to measure delivery: ignored
+	f.delivered(64<<10, 0, time.Millisecond) // too small to measure delivery: ignored
 	if r := f.rate.Load(); r != 0 {
 		t.Errorf("rate %d after a 64 KiB part, want it ignored", r)
 	}
 	for range 64 {
-		f.delivered(2*mib, 10*time.Millisecond)
+		f.delivered(2*mib, 0, 10*time.Millisecond)
 	}
 	if r := f.rate.Load(); r < 200e6 || r > 220e6 {
 		t.Errorf("rate %d after parts of 2 MiB in 10 ms, want ~210 MB/s", r)
+	}
+	// A part that waited for room before it was read found its socket's buffer full and
+	// read at memory speed: it says nothing of the connection but a lower bound, here 2 MiB
+	// in 51 ms, ~41 MB/s.
+	for range 64 {
+		f.delivered(2*mib, 50*time.Millisecond, time.Millisecond)
+	}
+	if r := f.rate.Load(); r < 200e6 || r > 220e6 {
+		t.Errorf("rate %d after parts that waited 50 ms for room and read in 1 ms, want it unchanged (~210 MB/s)", r)
+	}
+	// A lower bound above the estimate raises it: 2 MiB in 5+1 ms is at least ~350 MB/s.
+	for range 64 {
+		f.delivered(2*mib, 5*time.Millisecond, time.Millisecond)
+	}
+	if r := f.rate.Load(); r < 330e6 || r > 360e6 {
+		t.Errorf("rate %d after parts that waited 5 ms for room and read in 1 ms, want ~350 MB/s", r)
+	}
+	// A short wait counts toward the part's time.
+	for range 64 {
+		f.delivered(2*mib, time.Millisecond, 19*time.Millisecond)
+	}
+	if r := f.rate.Load(); r < 100e6 || r > 110e6 {
+		t.Errorf("rate %d after parts of 2 MiB in 1+19 ms, want ~105 MB/s", r)
 	}
 	f.Close()
 }

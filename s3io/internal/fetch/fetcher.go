@@ -334,14 +334,28 @@ func (f *Fetcher) partSize() int64 {
 	return min(n, f.set.PartBytes)
 }
 
-// delivered adds a part of n bytes whose body took d from its first byte to its last to the
-// connection rate's moving average.
-func (f *Fetcher) delivered(n int64, d time.Duration) {
+// delivered adds a part of n bytes, admitted wait after its answer came and then read in d,
+// to the connection rate's moving average. Only a part read as its bytes arrived measures
+// the connection: one that waited for its turn or for room found its socket's buffer filled
+// meanwhile and read megabytes at memory speed, which made paced 90 MB/s connections look
+// like loopback and earned them parts so large that the reader waited on their bodies. Such
+// a part still bounds the rate from below, n bytes in wait+d, which raises an estimate that
+// is too low (loopback, where nearly every part waits for room).
+func (f *Fetcher) delivered(n int64, wait, d time.Duration) {
 	if n < minPartBytes || d <= 0 {
 		return // small parts measure latency, not delivery
 	}
-	average(&f.rate, int64(float64(n)/d.Seconds()))
+	sample := int64(float64(n) / (wait + d).Seconds())
+	if wait > d/admitWaitDiv && sample <= f.rate.Load() {
+		return // the socket buffered while the part waited: memory speed, not the network's
+	}
+	average(&f.rate, sample)
 }
+
+// admitWaitDiv bounds the admission wait of a part that measures its connection: an
+// eighth of its read, so that what its socket buffered meanwhile inflates the rate by an
+// eighth at most.
+const admitWaitDiv = 8
 
 // answered adds a request's wait for its first byte to the moving average.
 func (f *Fetcher) answered(d time.Duration) {
@@ -375,7 +389,9 @@ func (f *Fetcher) fetch(of *ObjectFetch, p *part) {
 	defer f.wg.Done()
 	r := of.gets.Open(of.ctx, of.obj, p.off, p.off+p.n)
 	p.err = r.answer()
+	var answered time.Time
 	if p.err == nil {
+		answered = time.Now()
 		f.answered(r.firstByte)
 		p.err = f.admit(of, p)
 	}
@@ -383,7 +399,7 @@ func (f *Fetcher) fetch(of *ObjectFetch, p *part) {
 		start := time.Now()
 		p.err = r.readFull(p.buf)
 		if p.err == nil {
-			f.delivered(p.n, time.Since(start))
+			f.delivered(p.n, start.Sub(answered), time.Since(start))
 		}
 	} else {
 		of.abandon(p)
