@@ -118,7 +118,7 @@ type Config struct {
 	Prefix string
 	// Match, when set, keeps only the keys that match this glob (the whole key, prefix
 	// included): "*" and "?" match any run of characters and one character within a path
-	// segment (never "/"), "**" any run including "/", "[...]" a class of characters as in
+	// element (never "/"), "**" any run including "/", "[...]" a class of characters as in
 	// path.Match (negated with "^" or "!"; never "/"), and "\" escapes the next character.
 	// A key must also be under Prefix; Validate fails a Match no key under Prefix can match.
 	Match string
@@ -179,8 +179,8 @@ type Config struct {
 	// records, raw: quoted fields may hold commas, "" and newlines; empty lines skipped),
 	// "json-array" (each element of a top-level JSON array, or of a top-level object's first
 	// array member such as CloudTrail's "Records", as raw JSON; malformed JSON is corrupt),
-	// or one added with RegisterFramer. Only lines and ndjson let a large object be read as
-	// parallel segments; json-array's residuals re-frame their member from its start.
+	// or one added with RegisterFramer. Only lines and ndjson let a large object be cut and
+	// read in parallel; json-array's residuals re-frame their member from its start.
 	Framer string
 	// Compression is CompressionAuto (default), CompressionNone (the stored bytes are the
 	// records) or one codec for every object.

@@ -45,8 +45,8 @@ func (m Member) plan(h resumeHint) member.Plan {
 // span returns the byte range whose records m owns.
 func (m Member) span() (start, end int64) { return m.plan(resumeHint{}).Span() }
 
-// isSegment reports whether m is part of an object rather than all of it.
-func (m Member) isSegment() bool { return m.plan(resumeHint{}).IsPart() }
+// whole reports whether m is all of its object, not a segment of it.
+func (m Member) whole() bool { return !m.plan(resumeHint{}).IsPart() }
 
 // weight is m's share of the object's stored bytes: what reading it costs.
 func (m Member) weight() int64 {

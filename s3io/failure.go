@@ -9,7 +9,7 @@ import (
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 )
 
-// Failure reports an object, or a segment of one, that was quarantined: its records from
+// Failure reports an object, or the span of one a Member owns, that was quarantined: its records from
 // Index on were not emitted, the rest of its split was read on.
 type Failure struct {
 	ObjectRef

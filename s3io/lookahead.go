@@ -43,7 +43,7 @@ const maxAnnounced = 256
 // it before it is dropped, so that what went to another worker process (or a bundle that
 // failed) does not hold the worker's memory. It runs from the handover, never while a read
 // or an instance fetching ahead owns the fetch: a restriction that takes longer than the
-// TTL (a compressed segment on a loaded worker) is still followed by the one fetched for
+// TTL (a member cut from a compressed object, on a loaded worker) is still followed by the one fetched for
 // it. A variable so that tests can shorten it.
 var aheadTTL = 30 * time.Second
 
@@ -252,7 +252,7 @@ func (a *aheadFetches) handOverAll() {
 }
 
 // decodeFirst starts decoding the first member of the restriction fetched ahead, with
-// start, if it is a compressed object's segment (decodedAhead) not yet started. The reader
+// start, if it is cut from a compressed object (decodedAhead) and not yet started. The reader
 // calls it when it opens its restriction's last member, which leaves the window of the
 // member decoded ahead (decodeAhead) free.
 func (a *aheadFetches) decodeFirst(start func(int, member.Plan, *fetch.ObjectFetch) *memberRead) {
@@ -270,14 +270,15 @@ func (a *aheadFetches) decodeFirst(start func(int, member.Plan, *fetch.ObjectFet
 }
 
 // decodedAhead reports whether the first member of a restriction announced next is decoded
-// while the current one is read: a compressed object's segment, whose decoding, not the
-// fetch, bounds its read. A runner that reads a bundle's restrictions one after the other
-// (prism) would otherwise decode a large gzip object's segments on one core, one after the
-// other; decoded ahead, on credit beyond its window (Credit), the next segment decodes on the
+// while the current one is read: a member cut from a compressed object, whose decoding, not
+// the fetch, bounds its read. A runner that reads a bundle's restrictions one after the
+// other (prism) would otherwise decode the members cut from a large gzip object on one
+// core, one after the other; decoded ahead, on credit beyond its window (Credit), the next
+// one decodes on the
 // second core while the current one is emitted. Its window is the one the current
 // restriction leaves unused once it reads its last member (decodeFirst), so that no more
 // than decodeAhead members are decoded ahead of the one being emitted.
-func decodedAhead(m Member) bool { return m.Codec != "" && m.isSegment() }
+func decodedAhead(m Member) bool { return m.Codec != "" && !m.whole() }
 
 // withLookahead puts lookaheadFn before the reader of descriptors.
 func withLookahead(s beam.Scope, cfg Config, descriptors beam.PCollection) beam.PCollection {

@@ -13,8 +13,8 @@ import (
 //
 // The rule, in units of the target size T (a member weighs max(size/T, 2/maxMembers), so
 // that many tiny objects also reach a cut):
-//   - A member of T bytes or more, and every segment of a large object, is a descriptor of
-//     its own.
+//   - A member of T bytes or more, and every member cut from a large object, is a
+//     descriptor of its own (a compressed object's are packed in runs: addRun).
 //   - Any other member is an anchor when the hash of its key, as a fraction of 2^64, is below
 //     e times its weight: anchors fall on average every T/e of weight.
 //   - The packer cuts after an anchor when the weight since the anchor before it (or since a
@@ -49,7 +49,7 @@ const maxTargetMultiple = 4
 
 func (p *packer) add(m Member) error {
 	w := m.weight()
-	if m.isSegment() {
+	if !m.whole() {
 		if err := p.flush(); err != nil {
 			return err
 		}
@@ -74,36 +74,6 @@ func (p *packer) add(m Member) error {
 	}
 	return nil
 }
-
-// addRun packs the segments of one compressed object, in order, as descriptors of
-// unitRunSegments consecutive segments, fewer if they would pass the target's bytes: they
-// are cut finer than the target so that a reader decodes the next while it emits one
-// (unitSegmentBytes). A descriptor's members are fetched ahead into the reader's part
-// budget, which the segment decoded ahead borrows from, so a descriptor holds a few
-// segments, not the target's bytes: at the default 64 MiB, descriptors of 16 segments read
-// a bgzip object at 1.01x a single gzip member on loopback, of 4 at 1.20x. One segment
-// per descriptor fetches too little ahead through a network: 0.82x of the same read
-// unshaped, against 1.05x with 4 (docs/performance.md). The cuts depend on the object
-// alone.
-func (p *packer) addRun(segs []Member) error {
-	if err := p.flush(); err != nil {
-		return err
-	}
-	p.gap = 0
-	for _, m := range segs {
-		if len(p.cur) > 0 && (len(p.cur) >= min(p.maxMembers, unitRunSegments) || p.curBytes+m.weight() > p.target) {
-			if err := p.flush(); err != nil {
-				return err
-			}
-		}
-		p.cur = append(p.cur, m)
-		p.curBytes += m.weight()
-	}
-	return p.flush()
-}
-
-// unitRunSegments is how many of a compressed object's segments a descriptor holds (addRun).
-const unitRunSegments = 4
 
 // memberWeight is a member's share of a target-sized descriptor: its bytes, or, for small
 // objects, at least 2/maxMembers, so that descriptors of tiny objects average half the

@@ -5,26 +5,26 @@ import (
 	"github.com/spate-io/beam-s3/s3io/internal/fetch"
 )
 
-// rangeSlack and rangeWindow size the ranged GETs of an uncompressed segment: its own
+// rangeSlack and rangeWindow size the ranged GETs of an uncompressed span: its own
 // range plus rangeSlack in the planned parts, then rangeWindow at a time for a record
-// that straddles the segment's end by more.
+// that straddles the span's end by more.
 const (
 	rangeSlack  = 64 << 10
 	rangeWindow = 1 << 20
 )
 
 // rangeRead reads stored bytes that are the records themselves from a byte offset: a
-// segment of an uncompressed object (from the byte before its range, to see whether a
+// span of an uncompressed object (from the byte before its range, to see whether a
 // record begins on its first byte), or an uncompressed object resumed where a record ends.
 // Its record offsets are object offsets.
 type rangeRead struct {
 	from    int64 // the first byte fetched and framed
-	planEnd int64 // where the planned bytes end: the object's size, or the segment's end plus slack
-	// skipPartial is true when the read begins on the byte before a segment's range: if that
-	// byte ends a line, the first record starts at the segment's start; otherwise the record
-	// in progress belongs to the previous segment.
+	planEnd int64 // where the planned bytes end: the object's size, or the span's end plus slack
+	// skipPartial is true when the read begins on the byte before a span's range: if that
+	// byte ends a line, the first record starts at the span's start; otherwise the record
+	// in progress belongs to the previous span.
 	skipPartial bool
-	stop        int64 // a segment's end; 0 for an object
+	stop        int64 // a span's end; 0 for an object
 }
 
 func newRangeRead(p Plan) rangeRead {

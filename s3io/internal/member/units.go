@@ -7,7 +7,7 @@ import (
 	"github.com/spate-io/beam-s3/s3io/internal/fetch"
 )
 
-// unitSlack is what a compressed object's segment plans past its end, and unitWindow what
+// unitSlack is what a compressed object's span plans past its end, and unitWindow what
 // each later request covers: the next unit's first record takes its first block to decode,
 // a few KiB of a gzip member, up to 128 KiB of stored bytes of a zstd frame (~30 KiB at
 // the ratio logs compress by).
@@ -16,44 +16,44 @@ const (
 	unitWindow = 128 << 10
 )
 
-// unitChunkBytes is the least stored bytes of a chunk of a segment's units that decodes on
+// unitChunkBytes is the least stored bytes of a chunk of a span's units that decodes on
 // a goroutine of its own (decode.ParallelUnits): a gzip member of 8 MiB of logs, or 16 BGZF
-// blocks. A segment of fewer than two chunks decodes on its framing goroutine.
+// blocks. A span of fewer than two chunks decodes on its framing goroutine.
 const unitChunkBytes = 1 << 20
 
-// unitCheckpointsKept is how many unit starts a segment read in chunks keeps for resume
+// unitCheckpointsKept is how many unit starts a span read in chunks keeps for resume
 // points: framing runs up to ~20 MiB decoded (4 chunks) ahead of the claims, so a few
 // more than that.
 const unitCheckpointsKept = 8
 
-// unitsRead reads a segment of a compressed object: the planner proved a unit (a gzip
+// unitsRead reads a span of a compressed object: the planner proved a unit (a gzip
 // member, a zstd frame, a bzip2 stream) starts at its first byte. It decodes its own units,
 // then the next units up to the end of the record in progress (decode.OpenUnits), so that a
-// record straddling two segments is read once, by the segment it starts in.
+// record straddling two spans is read once, by the span it starts in.
 //
-// A resumed read starts at the segment's first unit, or at a later unit start its earlier
+// A resumed read starts at the span's first unit, or at a later unit start its earlier
 // read passed and logged (a Resume.Checkpoint with Unit set, which the read in chunks keeps
 // at each chunk start): it fetches from that unit's stored byte, decodes from there, and
-// skips unframed up to Resume.Offset. A split inside the segment hands its residual the
+// skips unframed up to Resume.Offset. A split inside the span hands its residual the
 // last unit start logged before the split's record (Log.Refine), or, with none logged, the
-// segment's start.
+// span's start.
 type unitsRead struct {
 	from    int64 // the stored offset of the unit decoding starts at
-	own     int64 // stored bytes of the segment's own units from from
-	more    bool  // units follow the segment: its last record may end in them
-	planEnd int64 // the segment's end plus a slack for the next unit's first record
+	own     int64 // stored bytes of the span's own units from from
+	more    bool  // units follow the span: its last record may end in them
+	planEnd int64 // the span's end plus a slack for the next unit's first record
 	tail    int64 // what each request past planEnd covers
-	// skipPartial is true for a segment read from its start (not the object's): the record
-	// in progress at its first decoded byte is the previous segment's.
+	// skipPartial is true for a span read from its start (not the object's): the record
+	// in progress at its first decoded byte is the previous span's.
 	skipPartial bool
 	resume      Resume
-	base        int64 // the decoded offset of from: 0 at the segment's start
+	base        int64 // the decoded offset of from: 0 at the span's start
 }
 
 func newUnitsRead(p Plan) unitsRead {
 	start, end := p.Span()
 	own := end - start
-	// A small segment plans less slack, and asks for less at a time past it, so that what
+	// A small span plans less slack, and asks for less at a time past it, so that what
 	// it fetches past its end stays a fraction of its own bytes.
 	u := unitsRead{from: start, own: own, more: end < p.Size, resume: p.Resume,
 		planEnd: min(end+min(unitSlack, own/8), p.Size), tail: min(unitWindow, max(own/4, 16<<10)),
@@ -90,11 +90,11 @@ func (u unitsRead) log(*Reader) *Log {
 	return nil
 }
 
-// parallelUnits is how a segment's units decode in chunks: each ends at the first unit start
+// parallelUnits is how a span's units decode in chunks: each ends at the first unit start
 // at least unitChunkBytes in, looked for 1 MiB further (a larger unit ends the chunking:
 // the rest decodes as one); one chunk decodes ahead of the one being framed, holding at most
 // 8 MiB decoded, so that a reader holds at most ~4 MiB stored and 16 MiB decoded per
-// segment beyond what it frames. One is enough on two cores: the framing and the emitting
+// span beyond what it frames. One is enough on two cores: the framing and the emitting
 // goroutines take the rest (two ahead were not measurably faster in a noisy A/B, and held
 // ~50-150 MiB more peak RSS).
 func (o *opening) parallelUnits() decode.ParallelUnits {
@@ -122,12 +122,12 @@ func (u unitsRead) open(o *opening) (*decode.RecordReader, bool, bool, error) {
 	case u.from == 0:
 		recs.SkipHeaders(o.r.SkipHeaderRecords)
 	case u.skipPartial:
-		err = recs.SkipPastNewline() // the record in progress is the previous segment's
+		err = recs.SkipPastNewline() // the record in progress is the previous span's
 	}
 	if err == nil && u.resume.Known() {
 		err = recs.Discard(u.resume.Offset)
 	}
-	// It borrows: decoded ahead of the segment being emitted, its framing must go on past
+	// It borrows: decoded ahead of the span being emitted, its framing must go on past
 	// its window, or the second core idles.
 	return recs, false, true, err
 }

@@ -147,7 +147,7 @@ func TestCompressedObjectsPlannedAtUnits(t *testing.T) {
 		slices.SortFunc(ms, func(a, b Member) int { return int(a.Start - b.Start) })
 		single := strings.HasPrefix(o.key, "single")
 		if single {
-			if len(ms) != 1 || ms[0].isSegment() || ms[0].Codec != "" {
+			if len(ms) != 1 || !ms[0].whole() || ms[0].Codec != "" {
 				t.Errorf("%s: a single unit planned as %+v, want it whole", o.key, ms)
 			}
 		} else if want := int64(len(o.data)) / target / 2; int64(len(ms)) < max(want, 2) {
@@ -331,7 +331,7 @@ func TestTarInUnitsIsNotCut(t *testing.T) {
 	}
 	defer fn.Teardown()
 	for _, m := range members {
-		if m.isSegment() || m.Codec != "" {
+		if !m.whole() || m.Codec != "" {
 			t.Errorf("%s planned as a segment %+v", m.Key, m)
 		}
 		var got []string
