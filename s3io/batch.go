@@ -128,11 +128,11 @@ type batcher struct {
 	maxRecs, maxBytes int
 	hint              bool // the framer resumes at byte offsets: claims carry end offsets
 
-	m        int
-	owned    int64 // the last record of m claimed: the member's opening claim took the first
-	seekable bool
-	log      *member.Log // the resume points of m's read
-	emitted  int64
+	m             int
+	owned         int64 // the last record of m claimed: the member's opening claim took the first
+	storedOffsets bool
+	log           *member.Log // the resume points of m's read
+	emitted       int64
 
 	recs         [][]byte
 	ends, stored []int64
@@ -192,7 +192,7 @@ func (b *batcher) flush(rt *sdf.LockRTracker) (cut bool) {
 	granted := skip
 	if skip < n {
 		c := &b.claim
-		*c = runClaim{Member: b.m, From: b.start + int64(skip), Ends: b.ends[skip:], Stored: b.stored[skip:], Hint: b.hint, Seekable: b.seekable, Log: b.log}
+		*c = runClaim{Member: b.m, From: b.start + int64(skip), Ends: b.ends[skip:], Stored: b.stored[skip:], Hint: b.hint, StoredOffsets: b.storedOffsets, Log: b.log}
 		granted += claimRunLocked(rt, c)
 	}
 	if granted > 0 {
@@ -229,7 +229,7 @@ func (fn *reader) emitBatches(d SplitDescriptor, emit func(RecordBatch)) memberE
 			b := mr.r.Next()
 			from := idx // the index of b's first record
 			cur = b.Retired
-			bt.seekable, bt.log = b.Seekable, mr.r.Log()
+			bt.storedOffsets, bt.log = mr.r.StoredOffsets(), mr.r.Log()
 			for i, rec := range b.Records {
 				if idx < first {
 					mc.skipped, mc.skippedEnd = mc.skipped+1, b.Ends[i]

@@ -120,7 +120,7 @@ func checkBatcherConcurrent(t *testing.T, seed uint64) (splits, cut, hinted int)
 			}
 		}()
 		bt := fn.newBatcher(d, emit)
-		bt.seekable = true
+		bt.storedOffsets = true
 		readRng := rand.New(rand.NewPCG(seed, uint64(len(queue))+1000))
 	members:
 		for m := rest.Start.Member; ; m++ {
@@ -130,7 +130,7 @@ func checkBatcherConcurrent(t *testing.T, seed uint64) (splits, cut, hinted int)
 				first = rest.Start.Index
 				if h := rest.Resume; h.Known() {
 					hinted++
-					if h.Index > count(m) || offsets[m][h.Index] != h.Offset || !h.Seekable {
+					if h.Index > count(m) || offsets[m][h.Index] != h.Offset || !h.StoredOffsets {
 						t.Fatalf("seed %d: hint %+v for member %d, whose record %d starts at %d", seed, h, m, h.Index, offsets[m][min(h.Index, count(m))])
 					}
 					idx = h.Index
@@ -216,13 +216,13 @@ func TestClaimRunGrantsThePrefixBeforeTheEnd(t *testing.T) {
 	if !tr.TryClaim(position{Member: 0}) {
 		t.Fatal("opening claim failed")
 	}
-	if got := tr.claimRun(&runClaim{Member: 0, From: 1, Ends: []int64{20, 30, 40}, Stored: []int64{100, 100, 100}, Hint: true, Seekable: true}); got != 3 {
+	if got := tr.claimRun(&runClaim{Member: 0, From: 1, Ends: []int64{20, 30, 40}, Stored: []int64{100, 100, 100}, Hint: true, StoredOffsets: true}); got != 3 {
 		t.Fatalf("claimRun granted %d, want 3", got)
 	}
 	// A checkpoint now lands after record 3, with the hint of record 3's end.
 	_, res, _ := tr.TrySplit(0)
 	r := res.(restriction)
-	if r.Start != (position{Member: 0, Index: 4}) || r.Resume != (resumeHint{Index: 4, Offset: 40, Seekable: true}) {
+	if r.Start != (position{Member: 0, Index: 4}) || r.Resume != (resumeHint{Index: 4, Offset: 40, StoredOffsets: true}) {
 		t.Fatalf("residual %+v, want it to start at record 4 resuming at byte 40", r)
 	}
 	if got := tr.claimRun(&runClaim{Member: 0, From: 4, Ends: []int64{50}, Stored: []int64{100}, Hint: true}); got != 0 || !tr.IsDone() || tr.GetError() != nil {

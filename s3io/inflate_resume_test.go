@@ -148,7 +148,7 @@ func TestReadAndBatchesResumeAtInflateCheckpoint(t *testing.T) {
 			const k = 30000
 			var residual restriction
 			primary := f.run(t, fullRestriction(f.desc), checkpointAfter(t, k, &residual))
-			if len(primary) < k || residual.Resume.Index != int64(len(primary)) || residual.Resume.Checkpoint == "" || residual.Resume.Seekable {
+			if len(primary) < k || residual.Resume.Index != int64(len(primary)) || residual.Resume.Checkpoint == "" || residual.Resume.StoredOffsets {
 				t.Fatalf("primary %d records, residual hint %+v: want at least %d, the hint at its end, and an inflate checkpoint", len(primary), residual.Resume.Index, k)
 			}
 			rest, c := f.runCounted(t, residual, nil)

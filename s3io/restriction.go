@@ -198,7 +198,7 @@ func (t *tracker) admits(p position) bool {
 
 // record notes a claim from first to last (one member's records), the stored bytes the
 // decoder had taken at last, and last's end offset (-1: no resume hint).
-func (t *tracker) record(first, last position, stored, end int64, seekable bool, log *member.Log) {
+func (t *tracker) record(first, last position, stored, end int64, storedOffsets bool, log *member.Log) {
 	if !t.hasClaimed || first.Member != t.claimed.Member {
 		t.firstRecord, t.storedRead, t.hint, t.log = first.Index, 0, resumeHint{}, nil
 		if first.Member == t.rest.Start.Member {
@@ -211,7 +211,7 @@ func (t *tracker) record(first, last position, stored, end int64, seekable bool,
 		t.log = log
 	}
 	if end >= 0 {
-		t.hint = resumeHint{Index: last.Index + 1, Offset: end, Seekable: seekable}
+		t.hint = resumeHint{Index: last.Index + 1, Offset: end, StoredOffsets: storedOffsets}
 	}
 }
 
@@ -226,9 +226,11 @@ type runClaim struct {
 	Ends, Stored []int64
 	// Hint is false for a framer that cannot resume at a byte offset: the run then leaves
 	// the tracker's resume hint as it was, as TryClaim does.
-	Hint     bool
-	Seekable bool
-	Log      *member.Log
+	Hint bool
+	// StoredOffsets is true when Ends are also byte offsets in the object (it is read
+	// uncompressed).
+	StoredOffsets bool
+	Log           *member.Log
 }
 
 // claimRun claims the longest prefix of c's records that lies before the restriction's
@@ -263,7 +265,7 @@ func (t *tracker) claimRun(c *runClaim) int {
 	if c.Hint {
 		end = c.Ends[last]
 	}
-	t.record(from, position{Member: c.Member, Index: c.From + int64(last)}, c.Stored[last], end, c.Seekable, c.Log)
+	t.record(from, position{Member: c.Member, Index: c.From + int64(last)}, c.Stored[last], end, c.StoredOffsets, c.Log)
 	t.stopped = granted < n
 	return granted
 }

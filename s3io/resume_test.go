@@ -166,7 +166,7 @@ func TestCheckpointResumeReadsNothingTwice(t *testing.T) {
 			if k < 1234 || k >= 3000 {
 				t.Fatalf("primary emitted %d records after a checkpoint at 1234", k)
 			}
-			want := resumeHint{Index: k, Offset: f.ends[k-1], Seekable: tc.name == "plain.txt"}
+			want := resumeHint{Index: k, Offset: f.ends[k-1], StoredOffsets: tc.name == "plain.txt"}
 			if residual.Start != (position{Member: 0, Index: k}) || residual.Resume != want {
 				t.Fatalf("residual = %+v, want start (0,%d) and resume %+v", residual, k, want)
 			}
@@ -253,7 +253,7 @@ func TestFractionalSplitInsideMember(t *testing.T) {
 	}
 	// The hint is the end of the run of claims holding record 1000, the last claim.
 	h := residual.Resume.Index
-	if !residual.Resume.Seekable || h < 1000 || h >= residual.Start.Index || residual.Resume.Offset != f.ends[h-1] {
+	if !residual.Resume.StoredOffsets || h < 1000 || h >= residual.Start.Index || residual.Resume.Offset != f.ends[h-1] {
 		t.Fatalf("residual resume = %+v, want a record from 1000 to %d at its byte", residual.Resume, residual.Start.Index)
 	}
 	if int64(len(primary)) != residual.Start.Index {

@@ -265,7 +265,7 @@ func (fn *reader) emitRecords(sink func(m int, idx int64, entry string, rec []by
 				for k := range stored {
 					stored[k] = b.Consumed
 				}
-				run := runClaim{Member: m, From: idx, Ends: b.Ends[i : i+n], Stored: stored, Hint: fn.resumable, Seekable: b.Seekable, Log: mr.r.Log()}
+				run := runClaim{Member: m, From: idx, Ends: b.Ends[i : i+n], Stored: stored, Hint: fn.resumable, StoredOffsets: mr.r.StoredOffsets(), Log: mr.r.Log()}
 				granted := claimRunLocked(rt, &run)
 				for end := i + granted; i < end; i++ {
 					sink(m, idx, b.Entries[i], b.Records[i])

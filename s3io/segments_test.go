@@ -253,7 +253,7 @@ func checkpointInSegment(t *testing.T, fn *reader, m Member) {
 	var residual restriction
 	k := len(all) / 2
 	primary, _ := read(fullRestriction(d), checkpointAfter(t, k, &residual))
-	if k = len(primary); residual.Resume.Seekable || residual.Resume.Index != int64(k) || k >= len(all) {
+	if k = len(primary); residual.Resume.StoredOffsets || residual.Resume.Index != int64(k) || k >= len(all) {
 		t.Fatalf("%s [%d,%d): residual %+v, want a decoded resume at record %d, the end of the run of claims the checkpoint came in, inside the segment", m.Key, m.Start, m.End, residual, k)
 	}
 	forgetHandovers() // the residual resumes on its own, as on another worker

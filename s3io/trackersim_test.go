@@ -254,7 +254,7 @@ func (s *trackerSim) process(rest restriction) {
 			if s.offsets == nil {
 				s.t.Fatalf("%s: hint %+v for member %d, though no claim reported bytes", s.label, hint, m)
 			}
-			if hint.Index > s.counts[m] || s.offsets[m][hint.Index] != hint.Offset || !hint.Seekable {
+			if hint.Index > s.counts[m] || s.offsets[m][hint.Index] != hint.Offset || !hint.StoredOffsets {
 				s.t.Fatalf("%s: hint %+v for member %d, but record %d starts at %d", s.label, hint, m, hint.Index, s.offsets[m][min(hint.Index, s.counts[m])])
 			}
 			idx, base = hint.Index, hint.Offset
@@ -273,7 +273,7 @@ func (s *trackerSim) process(rest restriction) {
 			raw := int64(0) // what the reader has received since it began, with some read-ahead
 			claim = func(idx int64) bool {
 				raw = max(raw, min(s.offsets[m][idx+1]+s.rng.Int64N(100), s.members[m].Size)-base)
-				return tr.claimRun(&runClaim{Member: m, From: idx, Ends: []int64{s.offsets[m][idx+1]}, Stored: []int64{raw}, Hint: true, Seekable: true}) == 1
+				return tr.claimRun(&runClaim{Member: m, From: idx, Ends: []int64{s.offsets[m][idx+1]}, Stored: []int64{raw}, Hint: true, StoredOffsets: true}) == 1
 			}
 		}
 		for ; idx < s.counts[m]; idx++ {
@@ -319,7 +319,7 @@ func (s *trackerSim) claimRuns(tr *tracker, m int, idx, first, base int64, step 
 		granted := skip
 		step() // a split between framing the run and claiming it
 		if skip < n {
-			granted += int64(tr.claimRun(&runClaim{Member: m, From: idx + skip, Ends: ends[skip:], Stored: stored[skip:], Hint: true, Seekable: true}))
+			granted += int64(tr.claimRun(&runClaim{Member: m, From: idx + skip, Ends: ends[skip:], Stored: stored[skip:], Hint: true, StoredOffsets: true}))
 		}
 		for i := range granted {
 			s.emitted[position{Member: m, Index: idx + i}]++

@@ -19,10 +19,9 @@ const (
 // Batch carries framed records from the framing goroutine to the one that claims and emits
 // them. Its slices are reused; the records' bytes never are.
 type Batch struct {
-	Seekable bool // the object is read uncompressed: record offsets are object offsets
-	Records  [][]byte
-	Ends     []int64  // stream offset just past each record
-	Entries  []string // the archive entry of each record; "" outside archives
+	Records [][]byte
+	Ends    []int64  // stream offset just past each record
+	Entries []string // the archive entry of each record; "" outside archives
 	// Consumed is how many stored bytes the decoder had taken from the source when the
 	// batch was cut.
 	Consumed int64
@@ -59,20 +58,20 @@ type Framing struct {
 }
 
 // FramingSource is what a Framing reads: Open, run on the framing goroutine (it may block
-// on the network), opens the object and returns its record reader and whether the reader's
-// offsets are object offsets; Consumed tells the stored bytes taken so far; Cancel aborts
-// the source's requests.
+// on the network), opens the object and returns its record reader; Consumed tells the
+// stored bytes taken so far; Cancel aborts the source's requests.
 type FramingSource struct {
-	// Open opens the object; borrow reports a slow decoder, whose framing may go on past
-	// its window on Credit.
-	Open     func() (r *RecordReader, seekable, borrow bool, err error)
+	Open     func() (*RecordReader, error)
 	Consumed func() int64
 	Cancel   func()
 	// StopAt ends framing at the first record whose framing starts at or after this offset
 	// (the rest of the object is another read's); 0 frames to the end.
 	StopAt int64
-	// Credit, if set, lends room beyond the window to a slow decoder.
-	Credit Credit
+	// Credit, if set, is asked once Open has returned what the read may borrow beyond its
+	// window (nil: nothing): a slow decoder's, or a read decoded ahead of the one being
+	// emitted, whose framing must go on past its window or a core idles. It is asked after
+	// Open because what the object holds may decide it (its codec, in auto mode).
+	Credit func() Credit
 	// RecycleSlabs reports the slabs each batch retired in Batch.Retired, for a consumer
 	// that copies every record out and hands the slabs back.
 	RecycleSlabs bool
@@ -93,7 +92,6 @@ func StartFraming(src FramingSource, windowBytes int, creditBytes int64) *Framin
 		done:   make(chan struct{}),
 		window: int32(ahead),
 		taken:  make(chan struct{}, 1),
-		credit: src.Credit,
 	}
 	f.wg.Add(1)
 	go f.run(src)
@@ -102,13 +100,13 @@ func StartFraming(src FramingSource, windowBytes int, creditBytes int64) *Framin
 
 func (f *Framing) run(src FramingSource) {
 	defer f.wg.Done()
-	rr, seekable, borrow, err := src.Open()
+	rr, err := src.Open()
 	f.reader = rr
 	if rr != nil {
 		rr.recycle = src.RecycleSlabs
 	}
-	if !borrow {
-		f.credit = nil
+	if src.Credit != nil {
+		f.credit = src.Credit()
 	}
 	if err != nil {
 		b := &Batch{Err: err}
@@ -123,7 +121,6 @@ func (f *Framing) run(src FramingSource) {
 	}
 	for {
 		b := newBatch()
-		b.Seekable = seekable
 		for size := 0; len(b.Records) < batchRecords && size < batchBytes; {
 			rec, off, err := rr.Next()
 			if err == nil && src.StopAt > 0 && off >= src.StopAt {

@@ -46,12 +46,17 @@ func TestFramingCredit(t *testing.T) {
 		for _, drain := range []bool{true, false} {
 			credit := &fakeCredit{limit: 4 << 20}
 			src := FramingSource{
-				Open: func() (*RecordReader, bool, bool, error) {
-					return NewRecordReader(strings.NewReader(strings.Repeat(line, lines)), FramerFunc(FrameLines), 1<<20, 0), false, borrow, nil
+				Open: func() (*RecordReader, error) {
+					return NewRecordReader(strings.NewReader(strings.Repeat(line, lines)), FramerFunc(FrameLines), 1<<20, 0), nil
 				},
 				Consumed: func() int64 { return 0 },
 				Cancel:   func() {},
-				Credit:   credit,
+				Credit: func() Credit {
+					if borrow {
+						return credit
+					}
+					return nil
+				},
 			}
 			f := StartFraming(src, 1<<20, credit.limit)
 			// Let it run ahead until it stops growing; a borrowing one has borrowed once its

@@ -22,11 +22,14 @@ func (r inflateRead) start() (base, skipTo int64) { return r.cp.Decoded, r.resum
 func (r inflateRead) stopAt() int64               { return 0 }
 func (r inflateRead) log(rd *Reader) *Log         { return rd.inflateLog() }
 
-func (r inflateRead) open(o *opening) (*decode.RecordReader, bool, bool, error) {
+func (r inflateRead) storedOffsets(*opening) bool { return false }
+func (r inflateRead) borrows(*opening) bool       { return false }
+
+func (r inflateRead) open(o *opening) (*decode.RecordReader, error) {
 	stream, err := decode.OpenGzipAt(o.src, r.cp, o.read.log.checkpoints())
 	if err != nil {
-		return nil, false, false, err
+		return nil, err
 	}
 	recs := decode.NewRecordReader(stream, o.r.NewFramer(), o.r.MaxRecordBytes, r.cp.Decoded)
-	return recs, false, false, recs.Discard(r.resume.Offset)
+	return recs, recs.Discard(r.resume.Offset)
 }

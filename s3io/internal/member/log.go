@@ -9,10 +9,10 @@ type Log struct{ c decode.Checkpoints }
 
 // Refine gives h, a resume point inside the member being read, the latest point of the log
 // at or before h.Offset, so that the residual's read fetches and decodes from there rather
-// than from the member's first byte. A seekable h, or a nil log, comes back unchanged, as
+// than from the member's first byte. An h at a stored offset, or a nil log, comes back unchanged, as
 // does h when the log has nothing before it (h keeps the point it had).
 func (l *Log) Refine(h Resume) Resume {
-	if l == nil || h.Seekable || !h.Known() {
+	if l == nil || h.StoredOffsets || !h.Known() {
 		return h
 	}
 	if cp, ok := l.c.Before(h.Offset); ok {

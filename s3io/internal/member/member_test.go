@@ -61,7 +61,7 @@ func (b *bench) read(p Plan, stopAt int) (recs []string, resume Resume) {
 		for i, r := range bt.Records {
 			if len(recs) == stopAt-1 {
 				// What the tracker gives a residual starting after this record.
-				resume = rd.Log().Refine(Resume{Index: idx + 1, Offset: bt.Ends[i], Seekable: bt.Seekable})
+				resume = rd.Log().Refine(Resume{Index: idx + 1, Offset: bt.Ends[i], StoredOffsets: rd.StoredOffsets()})
 			}
 			recs = append(recs, string(r))
 			idx++
@@ -203,7 +203,7 @@ func TestResumeWhereTheLogSays(t *testing.T) {
 	}
 }
 
-// TestLogRefine: a nil log, a seekable point and a point before every logged one come
+// TestLogRefine: a nil log, a point at a stored offset and a point before every logged one come
 // back unchanged; otherwise the point takes the latest logged one at or before it.
 func TestLogRefine(t *testing.T) {
 	var none *Log
@@ -218,9 +218,9 @@ func TestLogRefine(t *testing.T) {
 	if (&Reader{}).inflateLog() != nil {
 		t.Error("CheckpointBytes 0 keeps a log")
 	}
-	seek := Resume{Index: 5, Offset: 100, Seekable: true}
+	seek := Resume{Index: 5, Offset: 100, StoredOffsets: true}
 	if got := l.Refine(seek); got != seek {
-		t.Errorf("seekable: %+v, want %+v", got, seek)
+		t.Errorf("stored offsets: %+v, want %+v", got, seek)
 	}
 }
 
@@ -236,7 +236,7 @@ func TestPlanKinds(t *testing.T) {
 	}{
 		{"whole", Plan{Size: 1e6}, "member.wholeRead", 0},
 		{"uncompressed segment", Plan{Size: 1e6, Start: 1000, End: 2000}, "member.rangeRead", 999},
-		{"seekable resume", Plan{Size: 1e6, Resume: Resume{Index: 3, Offset: 700, Seekable: true}}, "member.rangeRead", 700},
+		{"resume at a stored offset", Plan{Size: 1e6, Resume: Resume{Index: 3, Offset: 700, StoredOffsets: true}}, "member.rangeRead", 700},
 		{"inflate resume", Plan{Size: 1e6, Resume: Resume{Index: 3, Offset: 30000, Checkpoint: cp}}, "member.inflateRead", 5000},
 		{"bad checkpoint", Plan{Size: 1e6, Resume: Resume{Index: 3, Offset: 30000, Checkpoint: "x"}}, "member.wholeRead", 0},
 		{"units segment", Plan{Size: 1e6, Start: 1000, End: 9000, Codec: "gzip"}, "member.unitsRead", 1000},

@@ -7,15 +7,15 @@ import (
 
 // Resume says that framing a member's decoded stream from byte Offset yields record Index
 // first. Splits and checkpoints at positions already read know it, and it spares the
-// residual's read from fetching (Seekable: a ranged GET from Offset) or framing (compressed:
+// residual's read from fetching (StoredOffsets: a ranged GET from Offset) or framing (compressed:
 // decoded bytes before Offset are skipped unframed) what came before. Its fields are
 // exported because Beam encodes it in a restriction with a schema coder.
 type Resume struct {
 	Index  int64
 	Offset int64
-	// Seekable is true when the member is stored uncompressed, so Offset is also a byte
+	// StoredOffsets is true when the member is stored uncompressed, so Offset is also a byte
 	// offset in the object.
-	Seekable bool
+	StoredOffsets bool
 	// Checkpoint is a resume point inside the compressed stream at or before Offset (an
 	// encoded decode.Checkpoint): for a gzip object an inflate checkpoint, for a part read
 	// in chunks the start of a unit its read passed. The read fetches from its stored
@@ -73,7 +73,13 @@ type kind interface {
 	log(r *Reader) *Log
 	// open opens the read's record reader on the framing goroutine (it may block on the
 	// network): decode.FramingSource.Open.
-	open(o *opening) (recs *decode.RecordReader, seekable, borrow bool, err error)
+	open(o *opening) (*decode.RecordReader, error)
+	// storedOffsets reports whether the offsets of the records open returned are also
+	// byte offsets in the object (it is read uncompressed); asked once open returned.
+	storedOffsets(o *opening) bool
+	// borrows reports whether framing may go on past its window on the part budget's
+	// credit; asked once open returned.
+	borrows(o *opening) bool
 }
 
 // kind decides which kind of read p takes: a part of a compressed object reads units; an
@@ -84,7 +90,7 @@ func (p Plan) kind() kind {
 	switch {
 	case p.IsPart() && p.Codec != "":
 		return newUnitsRead(p)
-	case p.IsPart() || h.Known() && h.Seekable:
+	case p.IsPart() || h.Known() && h.StoredOffsets:
 		return newRangeRead(p)
 	case h.Known() && h.Checkpoint != "":
 		if cp, err := decode.DecodeCheckpoint(h.Checkpoint); err == nil {

@@ -34,7 +34,7 @@ func newRangeRead(p Plan) rangeRead {
 		r.from, r.planEnd = max(start-1, 0), min(end+rangeSlack, p.Size)
 		r.skipPartial, r.stop = start > 0, end
 	}
-	if h := p.Resume; h.Known() && h.Seekable {
+	if h := p.Resume; h.Known() && h.StoredOffsets {
 		r.from, r.skipPartial = h.Offset, false
 	}
 	r.planEnd = max(r.planEnd, r.from)
@@ -49,7 +49,10 @@ func (r rangeRead) start() (base, skipTo int64) { return r.from, r.from }
 func (r rangeRead) stopAt() int64               { return r.stop }
 func (r rangeRead) log(*Reader) *Log            { return nil }
 
-func (r rangeRead) open(o *opening) (*decode.RecordReader, bool, bool, error) {
+func (r rangeRead) storedOffsets(*opening) bool { return true }
+func (r rangeRead) borrows(*opening) bool       { return false }
+
+func (r rangeRead) open(o *opening) (*decode.RecordReader, error) {
 	recs := decode.NewRecordReader(o.src, o.r.NewFramer(), o.r.MaxRecordBytes, r.from)
 	if r.from == 0 {
 		recs.SkipHeaders(o.r.SkipHeaderRecords)
@@ -58,5 +61,5 @@ func (r rangeRead) open(o *opening) (*decode.RecordReader, bool, bool, error) {
 	if r.skipPartial {
 		err = recs.SkipPastNewline()
 	}
-	return recs, true, false, err
+	return recs, err
 }

@@ -53,6 +53,9 @@ type Read struct {
 	// units, set by the framing goroutine, stops the chunk goroutines of a units read once
 	// framing has stopped.
 	units io.Closer
+	// storedOffsets, set by the framing goroutine before it sends the first batch, is
+	// true when record offsets are also byte offsets in the object.
+	storedOffsets bool
 	// base is the offset of the member's records where decoding starts, and skipTo the
 	// offset decoded unframed from there: what lies between, and the records skipped
 	// after, was decoded again to reach the restriction's first record.
@@ -66,6 +69,11 @@ type opening struct {
 	plan Plan
 	src  *fetch.Stream
 	of   *fetch.ObjectFetch
+
+	// What open found, on the framing goroutine before the first batch: the codec of a
+	// read whole, and whether it is an archive.
+	comp    decode.Compression
+	archive bool
 }
 
 // Start starts reading p from the bytes of of, which fetches p.FetchRange().
@@ -77,8 +85,18 @@ func (r *Reader) Start(p Plan, of *fetch.ObjectFetch) *Read {
 	op := &opening{r: r, read: rd, plan: p, src: src, of: of}
 	credit := partCredit{budget: r.Budget, keep: r.Budget.Limit() / 4}
 	rd.frames = decode.StartFraming(decode.FramingSource{
-		Open:     func() (*decode.RecordReader, bool, bool, error) { return k.open(op) },
-		Consumed: src.Consumed, Cancel: of.Cancel, StopAt: k.stopAt(), Credit: credit, RecycleSlabs: r.RecycleSlabs,
+		Open: func() (*decode.RecordReader, error) {
+			recs, err := k.open(op)
+			rd.storedOffsets = k.storedOffsets(op)
+			return recs, err
+		},
+		Consumed: src.Consumed, Cancel: of.Cancel, StopAt: k.stopAt(), RecycleSlabs: r.RecycleSlabs,
+		Credit: func() decode.Credit {
+			if k.borrows(op) {
+				return credit
+			}
+			return nil
+		},
 	}, r.WindowBytes, r.BudgetBytes-credit.keep)
 	return rd
 }
@@ -91,6 +109,11 @@ func (rd *Read) Ready() bool { return rd.frames.Ready() }
 
 // Recycle gives b back for framing to refill: its records' bytes stay valid.
 func (rd *Read) Recycle(b *Batch) { rd.frames.Recycle(b) }
+
+// StoredOffsets reports whether the offsets of the records the read returned are also byte
+// offsets in the object (it is stored uncompressed), so that a residual can fetch from a
+// record's end. Valid once Next has returned a batch.
+func (rd *Read) StoredOffsets() bool { return rd.storedOffsets }
 
 // Log returns the resume points the read keeps; nil when it keeps none.
 func (rd *Read) Log() *Log { return rd.log }

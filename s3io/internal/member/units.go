@@ -103,7 +103,13 @@ func (o *opening) parallelUnits() decode.ParallelUnits {
 		Checkpoints: o.read.log.checkpoints(), Base: o.read.base}
 }
 
-func (u unitsRead) open(o *opening) (*decode.RecordReader, bool, bool, error) {
+func (u unitsRead) storedOffsets(*opening) bool { return false }
+
+// borrows: decoded ahead of the span being emitted, a units read's framing must go on past
+// its window, or the second core idles.
+func (u unitsRead) borrows(*opening) bool { return true }
+
+func (u unitsRead) open(o *opening) (*decode.RecordReader, error) {
 	comp := decode.Compression(o.plan.Codec)
 	var stream io.Reader
 	var err error
@@ -115,7 +121,7 @@ func (u unitsRead) open(o *opening) (*decode.RecordReader, bool, bool, error) {
 		stream, err = o.read.dec.OpenUnits(comp, o.src, u.from, u.own, u.more)
 	}
 	if err != nil {
-		return nil, false, false, err
+		return nil, err
 	}
 	recs := decode.NewRecordReader(stream, o.r.NewFramer(), o.r.MaxRecordBytes, u.base)
 	switch {
@@ -127,7 +133,5 @@ func (u unitsRead) open(o *opening) (*decode.RecordReader, bool, bool, error) {
 	if err == nil && u.resume.Known() {
 		err = recs.Discard(u.resume.Offset)
 	}
-	// It borrows: decoded ahead of the span being emitted, its framing must go on past
-	// its window, or the second core idles.
-	return recs, false, true, err
+	return recs, err
 }

@@ -24,13 +24,23 @@ func (r wholeRead) start() (base, skipTo int64) {
 func (r wholeRead) stopAt() int64       { return 0 }
 func (r wholeRead) log(rd *Reader) *Log { return rd.inflateLog() }
 
-func (r wholeRead) open(o *opening) (*decode.RecordReader, bool, bool, error) {
+// storedOffsets: an object stored uncompressed, not an archive (whose records are offsets
+// of its entries).
+func (r wholeRead) storedOffsets(o *opening) bool {
+	return o.comp == decode.None && !o.archive
+}
+
+// borrows: a slow codec's framing borrows part budget.
+func (r wholeRead) borrows(o *opening) bool { return decode.Slow(o.comp) }
+
+func (r wholeRead) open(o *opening) (*decode.RecordReader, error) {
 	o.read.dec.Checkpoints = o.read.log.checkpoints() // a gzip stream logs its checkpoints
 	obj := decode.ObjectInfo{Key: r.plan.Key, Size: r.plan.Size, ReadRange: o.of.ReadRange}
 	entries, stream, comp, err := o.read.dec.OpenEntries(decode.Compression(o.r.Compression), obj, o.src)
 	if err != nil {
-		return nil, false, false, err
+		return nil, err
 	}
+	o.comp, o.archive = comp, entries != nil
 	var recs *decode.RecordReader
 	if entries != nil {
 		// An archive's records are offsets of its entries, not of the gzip stream. The log
@@ -45,5 +55,5 @@ func (r wholeRead) open(o *opening) (*decode.RecordReader, bool, bool, error) {
 		// Compressed: decompress up to the resume point, but frame nothing before it.
 		err = recs.Discard(r.plan.Resume.Offset)
 	}
-	return recs, comp == decode.None && entries == nil, decode.Slow(comp), err // a slow codec borrows part budget
+	return recs, err
 }
