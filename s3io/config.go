@@ -452,14 +452,14 @@ func (c Config) listPrefix(prefix string) (string, error) {
 	return "", fmt.Errorf("s3io: Config.Match %q selects only keys under %q, and the prefix %q has none of them: nothing could be read", c.Match, lit, prefix)
 }
 
-// A reader's memory: objects are decoded decodeAhead at a time beyond the one being emitted,
+// A reader's memory: objects are decoded decodeDepth at a time beyond the one being emitted,
 // each into a window of at most decodeWindowBytes of framed records, so that decompression
 // runs on other cores than the one emitting. Those windows come out of ReadBufferBytes;
 // the rest (fetchBudget) bounds the fetched parts, and must hold at least a small one.
 const (
-	decodeAhead        = 1
+	decodeDepth        = 1
 	decodeWindowBytes  = 4 << 20
-	decodeWindows      = (decodeAhead + 1) * decodeWindowBytes
+	decodeWindows      = (decodeDepth + 1) * decodeWindowBytes
 	minReadBufferBytes = decodeWindows + 64<<10
 )
 
@@ -481,7 +481,7 @@ func (c *Config) newBudget(pool *fetch.Pool) *fetch.Budget {
 
 // decoding returns how many objects a reader decodes ahead of the one it emits, and the
 // bytes of framed records each may hold.
-func (c *Config) decoding() (ahead, windowBytes int) { return decodeAhead, decodeWindowBytes }
+func (c *Config) decoding() (depth, windowBytes int) { return decodeDepth, decodeWindowBytes }
 
 // memberReader is what a reader instance reads members with, as c says: framed by
 // newFramer, a slow decoder borrowing from budget, slabs recycled when copies is set.

@@ -234,7 +234,7 @@ func (a *aheadFetches) fetchNext(f *fetch.Fetcher, gets func(string) *fetch.Gets
 		for _, w := range memberFetches(an.d, an.rest) {
 			h := &handed{key: a.handKey(w.fetchKey), owner: a, from: a.fn}
 			h.of = f.Add(gets(w.bucket), w.obj, w.rng)
-			if m := an.rest.Start.Member + w.i; w.i == 0 && decodedAhead(an.d.Members[m]) {
+			if m := an.rest.Start.Member + w.i; w.i == 0 && decodedEarly(an.d.Members[m]) {
 				h.an, h.m = an, m
 			}
 			handovers.add(h)
@@ -252,9 +252,9 @@ func (a *aheadFetches) handOverAll() {
 }
 
 // decodeFirst starts decoding the first member of the restriction fetched ahead, with
-// start, if it is cut from a compressed object (decodedAhead) and not yet started. The reader
+// start, if it is cut from a compressed object (decodedEarly) and not yet started. The reader
 // calls it when it opens its restriction's last member, which leaves the window of the
-// member decoded ahead (decodeAhead) free.
+// member decoded ahead (decodeDepth) free.
 func (a *aheadFetches) decodeFirst(start func(int, member.Plan, *fetch.ObjectFetch) *memberRead) {
 	handovers.Lock()
 	defer handovers.Unlock()
@@ -269,7 +269,7 @@ func (a *aheadFetches) decodeFirst(start func(int, member.Plan, *fetch.ObjectFet
 	}
 }
 
-// decodedAhead reports whether the first member of a restriction announced next is decoded
+// decodedEarly reports whether the first member of a restriction announced next is decoded
 // while the current one is read: a member cut from a compressed object, whose decoding, not
 // the fetch, bounds its read. A runner that reads a bundle's restrictions one after the
 // other (prism) would otherwise decode the members cut from a large gzip object on one
@@ -277,8 +277,8 @@ func (a *aheadFetches) decodeFirst(start func(int, member.Plan, *fetch.ObjectFet
 // one decodes on the
 // second core while the current one is emitted. Its window is the one the current
 // restriction leaves unused once it reads its last member (decodeFirst), so that no more
-// than decodeAhead members are decoded ahead of the one being emitted.
-func decodedAhead(m Member) bool { return m.Codec != "" && !m.whole() }
+// than decodeDepth members are decoded ahead of the one being emitted.
+func decodedEarly(m Member) bool { return m.Codec != "" && !m.whole() }
 
 // withLookahead puts lookaheadFn before the reader of descriptors.
 func withLookahead(s beam.Scope, cfg Config, descriptors beam.PCollection) beam.PCollection {

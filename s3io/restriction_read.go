@@ -12,12 +12,12 @@ import (
 // restrictionRead is the state of one restriction's read: the fetcher of its members'
 // bytes and the members being decoded.
 type restrictionRead struct {
-	fn    *reader
-	d     SplitDescriptor
-	start position
-	hint  resumeHint
-	last  int // the last member the restriction owns; a split may lower it
-	ahead int // members decoded ahead of the one being read
+	fn          *reader
+	d           SplitDescriptor
+	start       position
+	hint        resumeHint
+	last        int // the last member the restriction owns; a split may lower it
+	decodeDepth int // members decoded beyond the one being read
 	// members are the members' fetches, and decodings once started, by member -
 	// start.Member: entries of the handover store that the read owns until it opens them,
 	// so that a residual that starts while this read still holds the members a split gave
@@ -29,7 +29,7 @@ type restrictionRead struct {
 // fetched ahead for them, and then fetches ahead for the restrictions announced next.
 func (fn *reader) newRestrictionRead(ctx context.Context, d SplitDescriptor, rest restriction) *restrictionRead {
 	rd := &restrictionRead{fn: fn, d: d, start: rest.Start, hint: rest.Resume, last: rest.lastMember()}
-	rd.ahead, _ = fn.Cfg.decoding()
+	rd.decodeDepth, _ = fn.Cfg.decoding()
 	n := max(rd.last-rest.Start.Member+1, 0)
 	rd.members = make([]*handed, n)
 	wants := fn.ahead.take(d.ID, rest.Start, memberFetches(d, rest), fn.getsFor, fn.fetcher)
@@ -89,7 +89,7 @@ func (m Member) object() fetch.Object { return fetch.Object{Key: m.Key, ETag: m.
 // with a fetch of its own.
 func (rd *restrictionRead) open(ctx context.Context, m int) *memberRead {
 	handovers.Lock()
-	for k := m; k <= min(m+rd.ahead, rd.last); k++ {
+	for k := m; k <= min(m+rd.decodeDepth, rd.last); k++ {
 		if h := rd.members[k-rd.start.Member]; h != nil && h.rd == rd && h.mr == nil {
 			h.mr = rd.fn.startMember(ctx, k, rd.planOf(k), h.of)
 		}

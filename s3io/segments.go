@@ -47,7 +47,7 @@ const unitProbesInFlight = 8
 // the seekable format) under a split target of segSize: a quarter of it, at most
 // maxUnitSegmentBytes; their cuts cost a request each. A runner that reads a
 // bundle's restrictions one after another (prism) decodes the segment after the one being
-// emitted into memory (decodedAhead, decodeAhead), so a segment's decoded size, several
+// emitted into memory (decodedEarly, decodeDepth), so a segment's decoded size, several
 // times its stored one, is what a reader holds ahead; consecutive segments are packed back
 // into descriptors of unitRunSegments (packer.addRun).
 func unitSegmentBytes(segSize int64) int64 {

@@ -81,16 +81,16 @@ type FramingSource struct {
 // batches taken with Next, and beyond that on src.Credit for a slow decoder; creditBytes
 // bounds what it may borrow.
 func StartFraming(src FramingSource, windowBytes int, creditBytes int64) *Framing {
-	ahead := max(windowBytes/batchBytes, 1)
+	window := max(windowBytes/batchBytes, 1)
 	extra := 0
 	if src.Credit != nil {
 		extra = int(creditBytes / batchBytes)
 	}
 	f := &Framing{
 		cancel: src.Cancel,
-		out:    make(chan *Batch, ahead+extra),
+		out:    make(chan *Batch, window+extra),
 		done:   make(chan struct{}),
-		window: int32(ahead),
+		window: int32(window),
 		taken:  make(chan struct{}, 1),
 	}
 	f.wg.Add(1)

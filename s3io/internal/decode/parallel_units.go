@@ -21,8 +21,8 @@ import (
 // goes on from that chunk's first byte on one decoder over the same bytes, as OpenUnits
 // reads, and so reports a corrupt unit just as it would.
 
-// ParallelUnits configures OpenUnitsParallel. Memory is bounded by it: Ahead+1 chunks of at
-// most Chunk+Search+proof stored bytes, and Ahead chunks' decoded blocks (OutBytes each).
+// ParallelUnits configures OpenUnitsParallel. Memory is bounded by it: Queued+1 chunks of at
+// most Chunk+Search+proof stored bytes, and Queued chunks' decoded blocks (OutBytes each).
 type ParallelUnits struct {
 	// Chunk is the least stored bytes of a chunk: it ends at the first unit start proven at
 	// or after Chunk bytes.
@@ -30,8 +30,8 @@ type ParallelUnits struct {
 	// Search is how far past Chunk that start is looked for; with none there, the rest of
 	// the span is one chunk.
 	Search int
-	// Ahead is how many chunks are decoded ahead of the one being read.
-	Ahead int
+	// Queued is how many chunks may be decoded, and wait, beyond the one being read.
+	Queued int
 	// OutBytes bounds the decoded bytes a chunk holds before it is read.
 	OutBytes int
 	// MaxWindow bounds a zstd frame's window, as Decompressors.MaxWindow does.
@@ -58,13 +58,13 @@ const outBlockBytes = 256 << 10
 var outBlocks = sync.Pool{New: func() any { b := make([]byte, outBlockBytes); return &b }}
 
 // OpenUnitsParallel is OpenUnits, with the read's own units decoded in chunks on up to
-// cfg.Ahead+1 goroutines. The stream must be closed (Close) to stop them.
+// cfg.Queued+1 goroutines. The stream must be closed (Close) to stop them.
 func (d *Decompressors) OpenUnitsParallel(comp Compression, src io.Reader, start, own int64, more bool, cfg ParallelUnits) (io.ReadCloser, error) {
 	if !CutAtUnits(comp) {
 		return nil, fmt.Errorf("s3io: %s objects are not cut at units", comp)
 	}
 	u := &parallelUnits{d: d, comp: comp, src: src, start: start, own: own, more: more, cfg: cfg,
-		chunks: make(chan *unitChunk, max(cfg.Ahead, 1)), stop: make(chan struct{}), fed: make(chan struct{})}
+		chunks: make(chan *unitChunk, max(cfg.Queued, 1)), stop: make(chan struct{}), fed: make(chan struct{})}
 	go u.feed()
 	return u, nil
 }

@@ -13,7 +13,7 @@ import (
 // chunked is a ParallelUnits of small chunks, so that the test objects' segments are
 // cut into many.
 func chunked(chunk, search int) ParallelUnits {
-	return ParallelUnits{Chunk: chunk, Search: search, Ahead: 2, OutBytes: 64 << 10, MaxWindow: DefaultMaxWindow,
+	return ParallelUnits{Chunk: chunk, Search: search, Queued: 2, OutBytes: 64 << 10, MaxWindow: DefaultMaxWindow,
 		Get: func() *Decompressors { return &Decompressors{} }, Put: func(d *Decompressors) { d.Close() }}
 }
 
@@ -63,7 +63,7 @@ func TestOpenUnitsParallelIsOpenUnits(t *testing.T) {
 					t.Fatal(err)
 				}
 				cfg := chunked(1+r.IntN(200<<10), 256<<10)
-				cfg.Ahead = 1 + trial%2
+				cfg.Queued = 1 + trial%2
 				got, err := decodeSegment(t, o.comp, o.data, from, to, &cfg)
 				if err != nil || !bytes.Equal(got, want) {
 					t.Fatalf("segment [%d, %d) in chunks of %d: %d bytes, err %v; want %d bytes", from, to, cfg.Chunk, len(got), err, len(want))

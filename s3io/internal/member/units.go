@@ -98,7 +98,7 @@ func (u unitsRead) log(*Reader) *Log {
 // goroutines take the rest (two ahead were not measurably faster in a noisy A/B, and held
 // ~50-150 MiB more peak RSS).
 func (o *opening) parallelUnits() decode.ParallelUnits {
-	return decode.ParallelUnits{Chunk: unitChunkBytes, Search: 1 << 20, Ahead: 1, OutBytes: 8 << 20,
+	return decode.ParallelUnits{Chunk: unitChunkBytes, Search: 1 << 20, Queued: 1, OutBytes: 8 << 20,
 		MaxWindow: o.r.MaxDecoderWindowBytes, Get: o.r.getDecoders, Put: o.r.putDecoders,
 		Checkpoints: o.read.log.checkpoints(), Base: o.read.base}
 }
