@@ -159,7 +159,7 @@ func TestPartSizeFollowsBudgetAndConnections(t *testing.T) {
 		{"S3: 90 MB/s, 30 ms", 2, 32 * mib, 90e6, 30 * time.Millisecond, 2 * mib},
 		{"a queue before the answer: 90 MB/s, 45 ms", 2, 32 * mib, 90e6, 45 * time.Millisecond, 4 * mib},
 		{"a long wait, within an eighth of the budget", 2, 32 * mib, 90e6, 500 * time.Millisecond, 4 * mib},
-		{"a long wait, a small budget", 2, 8 * mib, 90e6, 500 * time.Millisecond, mib},
+		{"a long wait, a small budget: 20 ms of the connection", 2, 8 * mib, 90e6, 500 * time.Millisecond, 2 * mib},
 	} {
 		f := NewFetcher(t.Context(), Settings{PartBytes: 8 * mib, MaxRequestsInFlight: 1}, pool, NewBudget(pool, tc.limit, tc.limit, tc.limit))
 		f.issued = tc.issued
