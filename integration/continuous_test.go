@@ -46,73 +46,58 @@ func collectWatchFailure(f s3io.Failure) {
 	watched.failures = append(watched.failures, f.String())
 }
 
-// TestReadContinuously watches a prefix on versitygw through three refreshes, changing it
-// between them: objects added, overwritten and deleted. The proxy holds the k-th LIST (the
-// k-th refresh: a prefix this small lists in one request) until the test has made the
-// changes meant for it, so what each refresh sees does not depend on timing. Every object
-// version is read exactly once, each record carries its object's LastModified as event
-// time, and the counters say what the refreshes found.
+// TestReadContinuously watches a prefix on versitygw through three refreshes that each see
+// the prefix changed: objects added, overwritten and deleted. Every version of every object
+// is stored before the pipeline starts, and the proxy answers the k-th LIST (the k-th refresh:
+// a prefix this small lists in one request) with the k-th state (faultproxy.States), so what
+// each refresh sees depends neither on timing nor on how the runner bundles the refreshes.
+// Every object version is read exactly once, each record carries its object's LastModified
+// as event time, and the counters say what the refreshes found.
 func TestReadContinuously(t *testing.T) {
 	g := versitygw.Start(t)
 	p := faultproxy.New(t, g.URL)
+	p.Credentials = aws.Credentials{AccessKeyID: versitygw.AccessKey, SecretAccessKey: versitygw.SecretKey}
 	g.CreateBucket(t, "watch")
-	const refreshes = 3
-	gates := make([]chan struct{}, refreshes)
-	for i := range gates {
-		gates[i] = make(chan struct{})
-	}
-	p.BeforeList = func(n int) {
-		if n <= refreshes {
-			<-gates[n-1]
-		}
-	}
 	watched.Lock()
 	watched.records, watched.failures = nil, nil
 	watched.Unlock()
 
-	var want []string // every record of every version, with its event time
-	put := func(key string, version int) {
+	var want []string            // every record of every version, with its event time
+	etags := map[string]string{} // stored key → ETag
+	// version stores key's version-th version as in/KEY.vVERSION and returns that key.
+	version := func(key string, version int) string {
 		var b strings.Builder
 		for i := range 3 {
 			fmt.Fprintf(&b, "%s v%d line %d\n", key, version, i)
 		}
-		g.Put(t, "watch", "in/"+key, []byte(b.String()))
-		head, err := g.Client.HeadObject(context.Background(), &s3.HeadObjectInput{Bucket: aws.String("watch"), Key: aws.String("in/" + key)})
+		stored := fmt.Sprintf("in/%s.v%d", key, version)
+		g.Put(t, "watch", stored, []byte(b.String()))
+		head, err := g.Client.HeadObject(context.Background(), &s3.HeadObjectInput{Bucket: aws.String("watch"), Key: aws.String(stored)})
 		if err != nil {
 			t.Fatal(err)
 		}
+		etags[stored] = aws.ToString(head.ETag)
 		for i := range 3 {
 			want = append(want, fmt.Sprintf("%s v%d line %d@%d", key, version, i, head.LastModified.UnixMilli()))
 		}
+		return stored
 	}
-	// waitFor waits until the pipeline has emitted n records (or fails the test).
-	waitFor := func(n int) {
-		t.Helper()
-		deadline := time.Now().Add(2 * time.Minute)
-		for time.Now().Before(deadline) {
-			watched.Lock()
-			got := len(watched.records)
-			watched.Unlock()
-			if got >= n {
-				return
-			}
-			time.Sleep(20 * time.Millisecond)
-		}
-		t.Fatalf("the continuous read emitted fewer than %d records in 2 minutes", n)
-	}
+	a1, b1, c1, keep, d1, b2, e1, a2 := version("a", 1), version("b", 1), version("c", 1), version("keep", 1),
+		version("d", 1), version("b", 2), version("e", 1), version("a", 2)
+	var states faultproxy.States
+	etag := func(stored string) string { return etags[stored] }
+	states.Add(map[string]string{"in/a": a1, "in/b": b1, "in/c": c1, "in/keep": keep}, etag)
+	// d added, b overwritten, c deleted.
+	states.Add(map[string]string{"in/a": a1, "in/b": b2, "in/keep": keep, "in/d": d1}, etag)
+	// e added, a overwritten; later refreshes list this state unchanged.
+	states.Add(map[string]string{"in/a": a2, "in/b": b2, "in/keep": keep, "in/d": d1, "in/e": e1}, etag)
+	p.RewriteList, p.StoredKey = states.Rewrite, states.StoredKey
+	const refreshes = 3
 
-	put("a", 1)
-	put("b", 1)
-	put("c", 1)
-	put("keep", 1)
-
-	// The schedule outlasts the gated refreshes whatever the machine's speed: later ticks
-	// queue behind the held LISTs and then list an unchanged prefix, reading nothing.
-	// Three seconds, not one: refresh k+1's LIST is held until refresh k's records are all
-	// emitted, and with a one-second interval that hold (long under the race detector or a
-	// loaded machine) sometimes had prism fire refresh k's forget timers before it processed
-	// refresh k+1's sightings, so every key was forgotten and read again (docs/design.md, "Watching
-	// a prefix"). A longer interval keeps the hold short.
+	// Refreshes run at the interval, whenever prism gets to them; a refresh held up for about
+	// an interval can have prism fire the previous refresh's forget timers first
+	// (docs/design.md, "Watching a prefix"), and three seconds keeps a loaded machine clear
+	// of that.
 	interval := 3 * time.Second
 	pl, s := beam.NewPipelineWithRoot()
 	cfg := s3io.Config{Bucket: "watch", Prefix: "in/", Endpoint: p.URL, UsePathStyle: true}
@@ -128,18 +113,6 @@ func TestReadContinuously(t *testing.T) {
 		pr, err := beam.Run(context.Background(), "prism", pl)
 		done <- result{pr, err}
 	}()
-
-	close(gates[0]) // refresh 1: a, b, c, keep
-	waitFor(len(want))
-	put("d", 1) // added
-	put("b", 2) // overwritten
-	g.Delete(t, "watch", "in/c")
-	close(gates[1]) // refresh 2: d and b's new version
-	waitFor(len(want))
-	put("e", 1)     // added
-	put("a", 2)     // overwritten
-	close(gates[2]) // refresh 3: e and a's new version
-	waitFor(len(want))
 
 	var res result
 	select {
@@ -162,8 +135,9 @@ func TestReadContinuously(t *testing.T) {
 		t.Errorf("failures: %q", fails)
 	}
 	c := s3test.Counters(res.pr, s3io.MetricsNamespace)
-	if lists := len(p.Lists()); c["refreshes"] < refreshes || int64(lists) != c["refreshes"] {
-		t.Errorf("refreshes = %d with %d LIST requests; want at least %d, one LIST each", c["refreshes"], lists, refreshes)
+	if lists := len(p.Lists()); c["refreshes"] < refreshes || int64(lists) != c["refreshes"] || states.Lists() != lists {
+		t.Errorf("refreshes = %d with %d LIST requests (%d answered with a state); want at least %d, one LIST each",
+			c["refreshes"], lists, states.Lists(), refreshes)
 	}
 	// New: a, b, c, keep, d, e. Changed: b, a. Gone: c, noticed by refresh 2. Unchanged:
 	// every other sighting.

@@ -4,7 +4,8 @@
 // faults that took effect, and tracks how many were in flight at once. It can act as a
 // server that ignores If-Match or Range (Proxy.IgnoreIfMatch, IgnoreRange). It also logs
 // ListObjectsV2 requests and can rewrite their answers where the server cannot give what S3
-// gives (listing.go). It keeps the Host header, which SigV4 signs. Chaos builds a seeded random decider whose faults are all
+// gives (listing.go), and present a bucket that changes from one listing to the next without
+// waiting for the reader (States). It keeps the Host header, which SigV4 signs. Chaos builds a seeded random decider whose faults are all
 // transient: bounded per key and per Range, so that a reader with enough attempts recovers.
 package faultproxy
 
@@ -122,6 +123,9 @@ type Proxy struct {
 	// BeforeList runs before the n-th ListObjectsV2 request (1-based) is forwarded, and may
 	// block it: a test holds a watch's refreshes until it has changed the bucket.
 	BeforeList func(n int)
+	// StoredKey, when set, names the key an object GET of key pinned to ifMatch is forwarded
+	// to (States.StoredKey); a GET sent to another key is signed again with Credentials.
+	StoredKey func(key, ifMatch string) string
 	// IgnoreIfMatch and IgnoreRange make the proxy act as a server (or an intermediary) that
 	// ignores those headers: it drops them from object GETs before forwarding, so that the
 	// current version, or the whole object with 200, is served. SigV4 signs both headers,
@@ -177,6 +181,7 @@ func (p *Proxy) serve(w http.ResponseWriter, r *http.Request) {
 	var fault Fault
 	var entry *Get
 	var drop []string // headers the GET is forwarded without
+	resign := false   // the request is signed again before it is forwarded
 	if isObjectGet {
 		key, _ := url.PathUnescape(parts[1])
 		p.mu.Lock()
@@ -186,7 +191,7 @@ func (p *Proxy) serve(w http.ResponseWriter, r *http.Request) {
 		p.log = append(p.log, entry)
 		p.inFlight++
 		p.maxIn = max(p.maxIn, p.inFlight)
-		decide, decideGet, before := p.Decide, p.DecideGet, p.Before
+		decide, decideGet, before, storedKey := p.Decide, p.DecideGet, p.Before, p.StoredKey
 		if p.IgnoreIfMatch {
 			drop = append(drop, "If-Match")
 		}
@@ -194,6 +199,13 @@ func (p *Proxy) serve(w http.ResponseWriter, r *http.Request) {
 			drop = append(drop, "Range")
 		}
 		p.mu.Unlock()
+		if storedKey != nil {
+			if to := storedKey(key, entry.IfMatch); to != key {
+				r = r.Clone(r.Context())
+				r.URL.Path, r.URL.RawPath = "/"+parts[0]+"/"+to, ""
+				resign = true
+			}
+		}
 		defer func() {
 			p.mu.Lock()
 			p.inFlight--
@@ -229,7 +241,7 @@ func (p *Proxy) serve(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	resp, err := p.forward(r, drop...)
+	resp, err := p.forward(r, resign, drop...)
 	if err != nil {
 		http.Error(w, err.Error(), http.StatusBadGateway)
 		return
@@ -353,20 +365,19 @@ func (p *Proxy) Gets(key string) []Get {
 }
 
 // forward sends r on to the upstream server, as it came (Host header included), or without
-// the headers drop names, signed again.
-func (p *Proxy) forward(r *http.Request, drop ...string) (*http.Response, error) {
+// the headers drop names, signed again; resign signs it again whatever it dropped.
+func (p *Proxy) forward(r *http.Request, resign bool, drop ...string) (*http.Response, error) {
 	out := r.Clone(r.Context())
 	out.RequestURI = ""
 	out.URL.Scheme, out.URL.Host = p.upstream.Scheme, p.upstream.Host
 	out.Host = r.Host
-	dropped := false
 	for _, h := range drop {
 		if out.Header.Get(h) != "" {
 			out.Header.Del(h)
-			dropped = true
+			resign = true
 		}
 	}
-	if dropped {
+	if resign {
 		if err := p.resign(out); err != nil {
 			return nil, err
 		}

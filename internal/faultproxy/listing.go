@@ -155,7 +155,7 @@ func (p *Proxy) serveList(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	resp, err := p.forward(r)
+	resp, err := p.forward(r, false)
 	if err != nil {
 		status = http.StatusBadGateway
 		answering()
