@@ -389,33 +389,48 @@ func StoredKeys(keys ...string) func(listed string) string {
 func editObjects(edit func(req ListRequest, key string, obj *xmlNode)) Rewrite {
 	return func(req ListRequest, body []byte) ([]byte, error) {
 		return editListing(body, func(res *xmlNode) error {
-			encoded := false
-			if enc := res.child("EncodingType"); enc != nil {
-				v, err := enc.text()
-				if err != nil {
-					return err
-				}
-				encoded = v == "url"
+			encoded, err := urlEncoded(res)
+			if err != nil {
+				return err
 			}
 			for _, c := range res.elements("Contents") {
-				k := c.child("Key")
-				if k == nil {
-					return fmt.Errorf("faultproxy: a listed object has no <Key>")
-				}
-				key, err := k.text()
+				key, err := listedKey(c, encoded)
 				if err != nil {
 					return err
-				}
-				if encoded {
-					if key, err = url.QueryUnescape(key); err != nil {
-						return fmt.Errorf("faultproxy: listed key %q is not URL-encoded: %w", key, err)
-					}
 				}
 				edit(req, key, c)
 			}
 			return nil
 		})
 	}
+}
+
+// urlEncoded reports whether a listing's keys are URL-encoded (<EncodingType>url).
+func urlEncoded(res *xmlNode) (bool, error) {
+	enc := res.child("EncodingType")
+	if enc == nil {
+		return false, nil
+	}
+	v, err := enc.text()
+	return v == "url", err
+}
+
+// listedKey returns the key of a listed object (a <Contents> element), decoded if the
+// listing is URL-encoded.
+func listedKey(obj *xmlNode, encoded bool) (string, error) {
+	k := obj.child("Key")
+	if k == nil {
+		return "", fmt.Errorf("faultproxy: a listed object has no <Key>")
+	}
+	key, err := k.text()
+	if err != nil || !encoded {
+		return key, err
+	}
+	decoded, err := url.QueryUnescape(key)
+	if err != nil {
+		return "", fmt.Errorf("faultproxy: listed key %q is not URL-encoded: %w", key, err)
+	}
+	return decoded, nil
 }
 
 // editListing parses a ListObjectsV2 body, edits its <ListBucketResult> and writes it back.

@@ -3,7 +3,6 @@ package faultproxy
 import (
 	"fmt"
 	"maps"
-	"net/url"
 	"slices"
 	"sync"
 )
@@ -68,13 +67,9 @@ func (s *States) Rewrite(req ListRequest, body []byte) ([]byte, error) {
 		return nil, fmt.Errorf("faultproxy: States answers one-page listings only")
 	}
 	return editListing(body, func(res *xmlNode) error {
-		encoded := false
-		if enc := res.child("EncodingType"); enc != nil {
-			v, err := enc.text()
-			if err != nil {
-				return err
-			}
-			encoded = v == "url"
+		encoded, err := urlEncoded(res)
+		if err != nil {
+			return err
 		}
 		stored := map[string]*xmlNode{}
 		var kept []*xmlNode // everything but the objects, in order
@@ -87,14 +82,9 @@ func (s *States) Rewrite(req ListRequest, body []byte) ([]byte, error) {
 			if at < 0 {
 				at = len(kept)
 			}
-			k, err := c.child("Key").text()
+			k, err := listedKey(c, encoded)
 			if err != nil {
 				return err
-			}
-			if encoded {
-				if k, err = url.QueryUnescape(k); err != nil {
-					return fmt.Errorf("faultproxy: listed key %q is not URL-encoded: %w", k, err)
-				}
 			}
 			stored[k] = c
 		}
