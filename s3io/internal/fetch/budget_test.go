@@ -21,24 +21,20 @@ func (n slowNetwork) RoundTrip(r *http.Request) (*http.Response, error) {
 }
 
 // budgetRun reads every object of fx through a fetcher whose budget starts at initial and
-// moves within [lo, hi], pausing pause after each part-sized read; it returns the budget's
-// final and lowest limits and the most bytes the budget and the pool held at once.
-func budgetRun(t *testing.T, fx *fixture, initial, lo, hi, poolLimit int64, pause time.Duration) (limit, least, mostHeld, mostPool int64) {
+// moves within [lo, hi]; a slow emitter waits, before each part-sized read, until the part
+// it reads next has arrived. It returns the budget's final limit and the most bytes the
+// budget and the pool held at once.
+func budgetRun(t *testing.T, fx *fixture, initial, lo, hi, poolLimit int64, slowEmitter bool) (limit, mostHeld, mostPool int64) {
 	t.Helper()
-	var peakBudget, peakPool, lowLimit atomic.Int64
+	var peakBudget, peakPool atomic.Int64
 	raise := func(p *atomic.Int64, v int64) {
 		for m := p.Load(); v > m && !p.CompareAndSwap(m, v); m = p.Load() {
 		}
 	}
-	lowLimit.Store(initial)
 	pool := NewPool(poolLimit)
 	pool.observe = func(held int64) { raise(&peakPool, held) }
 	b := NewBudget(pool, initial, lo, hi)
-	b.observe = func(held, limit int64) {
-		raise(&peakBudget, held)
-		for m := lowLimit.Load(); limit < m && !lowLimit.CompareAndSwap(m, limit); m = lowLimit.Load() {
-		}
-	}
+	b.observe = func(held, _ int64) { raise(&peakBudget, held) }
 	f := NewFetcher(t.Context(), fx.set, pool, b)
 	var streams []*Stream
 	for _, o := range fx.objects {
@@ -48,6 +44,9 @@ func budgetRun(t *testing.T, fx *fixture, initial, lo, hi, poolLimit int64, paus
 	for i, s := range streams {
 		n := 0
 		for {
+			if slowEmitter {
+				waitNextArrived(t, s)
+			}
 			k, err := s.Read(buf)
 			n += k
 			if err == io.EOF {
@@ -56,7 +55,6 @@ func budgetRun(t *testing.T, fx *fixture, initial, lo, hi, poolLimit int64, paus
 			if err != nil {
 				t.Fatalf("%s: %v", fx.objects[i].Key, err)
 			}
-			time.Sleep(pause)
 		}
 		s.Close()
 		if n != len(fx.data[i]) {
@@ -72,15 +70,49 @@ func budgetRun(t *testing.T, fx *fixture, initial, lo, hi, poolLimit int64, paus
 	}
 	pool.Close()
 	settleGoroutines(t)
-	return b.Limit(), lowLimit.Load(), peakBudget.Load(), peakPool.Load()
+	return b.Limit(), peakBudget.Load(), peakPool.Load()
+}
+
+// waitNextArrived waits until the part s reads next has arrived, as it has for an emitter
+// slower than the network, however slow the machine's own answers are: a pause would leave
+// that to timing, and on a loaded machine parts came late, so the budget never saw a run of
+// parts ready in a row. The part s holds is read whole, and the budget always has room for
+// the next one, so it arrives.
+func waitNextArrived(t *testing.T, s *Stream) {
+	deadline := time.Now().Add(time.Minute)
+	for !nextArrived(s) {
+		if time.Now().After(deadline) {
+			t.Fatal("the next part did not arrive in a minute")
+		}
+		time.Sleep(100 * time.Microsecond)
+	}
+}
+
+// nextArrived reports whether the part s reads after the one it holds has arrived, or s has
+// no part left to read.
+func nextArrived(s *Stream) bool {
+	of := s.of
+	of.mu.Lock()
+	defer of.mu.Unlock()
+	for _, p := range of.live {
+		if p == s.cur {
+			continue
+		}
+		select {
+		case <-p.done:
+			return true
+		default:
+			return false
+		}
+	}
+	return of.next >= of.planEnd
 }
 
 // The budget follows the bandwidth-delay product: on a network that answers each request
 // late, a reader that waits for its parts while the budget holds the next ones back makes
 // the budget grow, up to its bound and never past it or the pool's; under a slow emitter,
-// whose parts are all ready before it wants them, the budget shrinks toward its floor. The
-// emitter's test asserts the lowest limit, not the last: a part that a loaded machine (the
-// race run, other packages' tests) delivers late after the shrink rightly grows it again.
+// whose parts are all ready before it wants them, the budget shrinks toward its floor, by
+// the rule and nothing else.
 func TestBudgetFollowsTheNetwork(t *testing.T) {
 	const part = 64 << 10
 	sizes := make([]int, 40)
@@ -92,7 +124,7 @@ func TestBudgetFollowsTheNetwork(t *testing.T) {
 	t.Run("slow network", func(t *testing.T) {
 		fx := newFixture(t, part, 0, 32, sizes)
 		fx.reqs.base = slowNetwork{base: http.DefaultTransport, delay: 20 * time.Millisecond}
-		limit, _, mostHeld, mostPool := budgetRun(t, fx, initial, lo, hi, poolLimit, 0)
+		limit, mostHeld, mostPool := budgetRun(t, fx, initial, lo, hi, poolLimit, false)
 		if limit <= initial {
 			t.Errorf("limit %d after a read that waited on the network, want it grown past %d", limit, initial)
 		}
@@ -102,9 +134,14 @@ func TestBudgetFollowsTheNetwork(t *testing.T) {
 	})
 	t.Run("slow emitter", func(t *testing.T) {
 		fx := newFixture(t, part, 0, 32, sizes)
-		_, least, mostHeld, mostPool := budgetRun(t, fx, initial, lo, hi, poolLimit, 10*time.Millisecond)
-		if least >= initial {
-			t.Errorf("lowest limit %d during a read whose parts were ready, want it shrunk below %d", least, initial)
+		limit, mostHeld, mostPool := budgetRun(t, fx, initial, lo, hi, poolLimit, true)
+		// Every part was ready: the limit shrinks by an eighth per readyToShrink parts.
+		want := int64(initial)
+		for range len(sizes) * 4 / readyToShrink {
+			want = max(lo, want-want/shrinkDiv)
+		}
+		if want >= initial || limit != want {
+			t.Errorf("limit %d after a read whose parts were all ready, want it shrunk from %d to %d", limit, initial, want)
 		}
 		if mostHeld > hi || mostPool > poolLimit {
 			t.Errorf("held at most %d (budget bound %d), the pool %d (limit %d)", mostHeld, hi, mostPool, poolLimit)
