@@ -277,11 +277,12 @@ func (f *Fetcher) issue(ctx context.Context, of *ObjectFetch) {
 		of.live = append(of.live, p)
 		of.next += n
 		of.issuedAny = true
+		gets := of.gets // Adopt may hand the object to another fetcher's reads meanwhile
 		of.mu.Unlock()
 		f.issued++
 		of.parts <- p // never blocks: the channel holds every part of the object
 		f.wg.Add(1)
-		go f.fetch(of, p)
+		go f.fetch(of, p, gets)
 	}
 }
 
@@ -386,11 +387,11 @@ func average(v *atomic.Int64, sample int64) {
 // pool may lend it a larger buffer, Pool.getRamp, which the pool counts).
 func (p *part) class() int64 { return partClass(p.n) }
 
-// fetch requests one part and, once its answer arrives and its turn and room come, reads
-// it into its buffer.
-func (f *Fetcher) fetch(of *ObjectFetch, p *part) {
+// fetch requests one part through gets, the reads of the fetcher that issued it, and once
+// its answer arrives and its turn and room come, reads it into its buffer.
+func (f *Fetcher) fetch(of *ObjectFetch, p *part, gets *Gets) {
 	defer f.wg.Done()
-	r := of.gets.Open(of.ctx, of.obj, p.off, p.off+p.n)
+	r := gets.Open(of.ctx, of.obj, p.off, p.off+p.n)
 	p.err = r.answer()
 	var answered time.Time
 	if p.err == nil {
@@ -535,6 +536,13 @@ func (of *ObjectFetch) release(p *part) {
 	}
 }
 
+// reads returns the reads of's requests go through: its fetcher's, which Adopt changes.
+func (of *ObjectFetch) reads() *Gets {
+	of.mu.Lock()
+	defer of.mu.Unlock()
+	return of.gets
+}
+
 // fetcher returns the fetcher of now holds.
 func (of *ObjectFetch) fetcher() *Fetcher { return of.f.Load() }
 
@@ -595,7 +603,7 @@ func (f *Fetcher) Close() {
 // part plan, counted with the fetcher's requests and cancelled with the object: a zip's
 // central directory, read from the tail before the entries stream from the front.
 func (of *ObjectFetch) ReadRange(from, to int64) ([]byte, error) {
-	r := of.gets.Open(of.ctx, of.obj, from, to)
+	r := of.reads().Open(of.ctx, of.obj, from, to)
 	defer of.fetcher().account(r)
 	defer r.Close()
 	buf := make([]byte, to-from)

@@ -83,9 +83,9 @@ func (s *Stream) readTail(p []byte) (int, error) {
 			return 0, io.EOF
 		}
 		if of.streamed {
-			s.tail = of.gets.Open(of.ctx, of.obj, pos, of.obj.Size)
+			s.tail = of.reads().Open(of.ctx, of.obj, pos, of.obj.Size)
 		} else {
-			s.tail = of.gets.OpenWindowed(of.ctx, of.obj, pos, of.obj.Size, of.tail)
+			s.tail = of.reads().OpenWindowed(of.ctx, of.obj, pos, of.obj.Size, of.tail)
 		}
 	}
 	n, err := s.tail.Read(p)
