@@ -1,12 +1,13 @@
-// Package faultproxy is a fault-injecting reverse proxy for tests, placed between an S3
-// reader and a real S3 server: it answers chosen object GETs with errors, delays them, breaks
-// or stalls their bodies, runs hooks before them, logs each with its Range, body bytes and the
-// faults that took effect, and tracks how many were in flight at once. It can act as a
-// server that ignores If-Match or Range (Proxy.IgnoreIfMatch, IgnoreRange). It also logs
+// Package faultproxy is a fault-injecting reverse proxy for tests, placed between an S3 reader
+// and a real S3 server: it answers chosen object GETs with errors, delays them, breaks or
+// stalls their bodies, runs hooks before them, logs each with its Range, body bytes and the
+// faults that took effect, and tracks how many were in flight at once. It can act as a server
+// that ignores If-Match or Range (Proxy.IgnoreIfMatch, IgnoreRange). It also logs
 // ListObjectsV2 requests and can rewrite their answers where the server cannot give what S3
 // gives (listing.go), and present a bucket that changes from one listing to the next without
-// waiting for the reader (States). It keeps the Host header, which SigV4 signs. Chaos builds a seeded random decider whose faults are all
-// transient: bounded per key and per Range, so that a reader with enough attempts recovers.
+// waiting for the reader (States). It keeps the Host header, which SigV4 signs. Chaos builds a
+// seeded random decider whose faults are all transient: bounded per key and per Range, so that
+// a reader with enough attempts recovers.
 package faultproxy
 
 import (
@@ -121,7 +122,9 @@ type Proxy struct {
 	RewriteList Rewrite
 	ListDelay   time.Duration
 	// BeforeList runs before the n-th ListObjectsV2 request (1-based) is forwarded, and may
-	// block it: a test holds a watch's refreshes until it has changed the bucket.
+	// block it: a test holds a range's later pages until a delimiter probe has been
+	// answered. (To change a watched bucket between listings, use States: holding a watch's
+	// LIST on what the pipeline emits can deadlock it.)
 	BeforeList func(n int)
 	// StoredKey, when set, names the key an object GET of key pinned to ifMatch is forwarded
 	// to (States.StoredKey); a GET sent to another key is signed again with Credentials.
