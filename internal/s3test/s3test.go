@@ -12,6 +12,7 @@ import (
 	"context"
 	"encoding/hex"
 	"encoding/xml"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
@@ -58,6 +59,11 @@ type Server struct {
 	// ignoreIfMatch and ignoreRange make object GETs be served as a server that ignores
 	// those headers serves them.
 	ignoreIfMatch, ignoreRange bool
+
+	srv *httptest.Server
+	// open counts the connections not yet closed; closed is signalled when one closes.
+	open   int
+	closed *sync.Cond
 }
 
 // New starts a server for the test and points the AWS default credential chain of this
@@ -65,8 +71,9 @@ type Server struct {
 func New(t testing.TB) *Server {
 	t.Helper()
 	s := &Server{backend: s3mem.New(), faults: map[string]*fault{}}
+	s.closed = sync.NewCond(&s.mu)
 	inner := gofakes3.New(s.backend).Server()
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method == http.MethodGet && r.URL.Query().Get("list-type") == "2" {
 			s.mu.Lock()
 			s.lists++
@@ -107,6 +114,9 @@ func New(t testing.TB) *Server {
 		}
 		inner.ServeHTTP(&countingWriter{ResponseWriter: w, srv: s, req: req, fault: f}, r)
 	}))
+	srv.Config.ConnState = s.connState
+	srv.Start()
+	s.srv = srv
 	t.Cleanup(srv.Close)
 	s.URL = srv.URL
 	SetAWSEnv(t, "test-access-key", "test-secret-key")
@@ -247,6 +257,44 @@ func (s *Server) IgnoreRange(ignore bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.ignoreRange = ignore
+}
+
+// connState counts the server's open connections for Settle.
+func (s *Server) connState(_ net.Conn, st http.ConnState) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	switch st {
+	case http.StateNew:
+		s.open++
+	case http.StateClosed, http.StateHijacked:
+		s.open--
+		s.closed.Broadcast()
+	}
+}
+
+// Settle closes the server's connections and waits until each has ended, its request's
+// handler included. A client that gives up on a request returns before the server has
+// necessarily read it, or written the rest of its body into the closed connection; after
+// Settle, Requests holds every request sent before it and every byte written for them, so
+// that what a test counts from then on is what happened after.
+func (s *Server) Settle(t testing.TB) {
+	t.Helper()
+	s.srv.CloseClientConnections()
+	deadline := time.AfterFunc(time.Minute, func() {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		s.closed.Broadcast()
+	})
+	defer deadline.Stop()
+	start := time.Now()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for s.open > 0 {
+		if time.Since(start) >= time.Minute {
+			t.Fatalf("s3test: %d connections still open a minute after they were closed", s.open)
+		}
+		s.closed.Wait()
+	}
 }
 
 // Requests returns the object GETs of key answered so far (all keys when key is "").

@@ -5,6 +5,7 @@ import (
 	"io"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
@@ -84,5 +85,39 @@ func TestIgnoreSwitches(t *testing.T) {
 	s.IgnoreRange(false)
 	if _, err := get(old, ""); err == nil {
 		t.Fatal("GET pinned to the old version succeeded once If-Match is enforced again")
+	}
+}
+
+// TestSettle checks that Settle waits for the handler of a request its client gave up on:
+// what the handler writes into the closed connection after a stall (one more chunk of its
+// copy, which then fails) is in the log when Settle returns.
+func TestSettle(t *testing.T) {
+	s := New(t)
+	s.CreateBucket(t, "bkt")
+	data := strings.Repeat("0123456789", 10000)
+	s.Put(t, "bkt", "k", []byte(data))
+	s.SetFault("k", "", 1, faultproxy.Fault{StallAfter: 1000, Stall: 300 * time.Millisecond})
+	out, err := s.Client.GetObject(context.Background(), &s3.GetObjectInput{Bucket: aws.String("bkt"), Key: aws.String("k")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := io.ReadFull(out.Body, make([]byte, 1000)); err != nil {
+		t.Fatal(err)
+	}
+	out.Body.Close() // gives up during the stall
+	s.Settle(t)
+	reqs := s.Requests("k")
+	if len(reqs) != 1 || reqs[0].Bytes <= 1000 {
+		t.Fatalf("after Settle the log holds %+v, want one GET with the bytes its handler wrote after the stall", reqs)
+	}
+	s.mu.Lock()
+	open := s.open
+	s.mu.Unlock()
+	if open != 0 {
+		t.Errorf("%d connections open after Settle", open)
+	}
+	// The server still answers: Settle closed connections, not the listener.
+	if _, err := s.Client.GetObject(context.Background(), &s3.GetObjectInput{Bucket: aws.String("bkt"), Key: aws.String("k")}); err != nil {
+		t.Errorf("GET after Settle: %v", err)
 	}
 }
