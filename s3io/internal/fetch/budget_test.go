@@ -200,7 +200,7 @@ func TestPartSizeFollowsBudgetAndConnections(t *testing.T) {
 	} {
 		f := NewFetcher(t.Context(), Settings{PartBytes: 8 * mib, MaxRequestsInFlight: 1}, pool, NewBudget(pool, tc.limit, tc.limit, tc.limit))
 		f.issued = tc.issued
-		f.rate.Store(tc.rate)
+		f.rate.set(tc.rate)
 		f.firstByte.Store(int64(tc.firstByte))
 		if got := f.partSize(); got != tc.want {
 			t.Errorf("%s: part of %d bytes, want %d", tc.name, got, tc.want)
@@ -210,13 +210,13 @@ func TestPartSizeFollowsBudgetAndConnections(t *testing.T) {
 	// The rate is a moving average of what parts of a MiB and more took.
 	f := NewFetcher(t.Context(), Settings{PartBytes: 8 * mib, MaxRequestsInFlight: 1}, pool, NewBudget(pool, mib, mib, mib))
 	f.delivered(64<<10, 0, time.Millisecond) // too small to measure delivery: ignored
-	if r := f.rate.Load(); r != 0 {
+	if r := f.rate.get(); r != 0 {
 		t.Errorf("rate %d after a 64 KiB part, want it ignored", r)
 	}
 	for range 64 {
 		f.delivered(2*mib, 0, 10*time.Millisecond)
 	}
-	if r := f.rate.Load(); r < 200e6 || r > 220e6 {
+	if r := f.rate.get(); r < 200e6 || r > 220e6 {
 		t.Errorf("rate %d after parts of 2 MiB in 10 ms, want ~210 MB/s", r)
 	}
 	// A part that waited for room before it was read found its socket's buffer full and
@@ -225,22 +225,30 @@ func TestPartSizeFollowsBudgetAndConnections(t *testing.T) {
 	for range 64 {
 		f.delivered(2*mib, 50*time.Millisecond, time.Millisecond)
 	}
-	if r := f.rate.Load(); r < 200e6 || r > 220e6 {
+	if r := f.rate.get(); r < 200e6 || r > 220e6 {
 		t.Errorf("rate %d after parts that waited 50 ms for room and read in 1 ms, want it unchanged (~210 MB/s)", r)
 	}
 	// A lower bound above the estimate raises it: 2 MiB in 5+1 ms is at least ~350 MB/s.
 	for range 64 {
 		f.delivered(2*mib, 5*time.Millisecond, time.Millisecond)
 	}
-	if r := f.rate.Load(); r < 330e6 || r > 360e6 {
+	if r := f.rate.get(); r < 330e6 || r > 360e6 {
 		t.Errorf("rate %d after parts that waited 5 ms for room and read in 1 ms, want ~350 MB/s", r)
 	}
 	// A short wait counts toward the part's time.
 	for range 64 {
 		f.delivered(2*mib, time.Millisecond, 19*time.Millisecond)
 	}
-	if r := f.rate.Load(); r < 100e6 || r > 110e6 {
+	if r := f.rate.get(); r < 100e6 || r > 110e6 {
 		t.Errorf("rate %d after parts of 2 MiB in 1+19 ms, want ~105 MB/s", r)
+	}
+	// A part whose whole body had arrived before its goroutine looked (a busy machine) reads
+	// a MiB in a fraction of a millisecond: one such part barely moves the rate, while an
+	// average of rates jumped from ~105 MB/s to ~700 and stayed there (the parts after it
+	// waited for room, and their lower bounds fell below it).
+	f.delivered(mib, 0, 200*time.Microsecond)
+	if r := f.rate.get(); r > 120e6 {
+		t.Errorf("rate %d after one MiB read in 0.2 ms among parts at ~105 MB/s, want it near 105 MB/s", r)
 	}
 	f.Close()
 }
@@ -266,7 +274,7 @@ func TestPartRateLeavesLatencyOut(t *testing.T) {
 	pool.Close()
 	// A MiB in under 100 ms leaves room for a slow, instrumented test binary: the bound
 	// only has to sit well above what the latency would make it.
-	if r := f.rate.Load(); r < 10e6 {
+	if r := f.rate.get(); r < 10e6 {
 		t.Errorf("connection rate %d B/s for parts answered 300 ms late: the latency was counted", r)
 	}
 }

@@ -39,11 +39,10 @@ type Fetcher struct {
 	// next part issued is admitted after it (scheduler only).
 	turn    chan struct{}
 	wasIdle bool // the queue ran dry: the next object starts with small parts (under mu)
-	// rate is what one connection delivered lately, in bytes per second from a part's
-	// first byte to its last (a moving average over parts; 0 before the first). The
-	// request's latency is left out: on a loaded server nearby it is queueing, which says
-	// nothing about how fast a connection's body flows (see partLatency).
-	rate atomic.Int64
+	// rate is what one connection delivered lately, from a part's first byte to its last.
+	// The request's latency is left out: on a loaded server nearby it is queueing, which
+	// says nothing about how fast a connection's body flows (see partLatency).
+	rate connRate
 	// firstByte is how long requests waited for their answer lately, in nanoseconds (a
 	// moving average over parts; 0 before the first).
 	firstByte atomic.Int64
@@ -321,7 +320,7 @@ func (f *Fetcher) partSize() int64 {
 	if f.issued < len(rampParts) {
 		return min(rampParts[f.issued], f.set.PartBytes)
 	}
-	limit, rate := f.budget.Limit(), f.rate.Load()
+	limit, rate := f.budget.Limit(), f.rate.get()
 	want := max(limit/partsInFlight, rate*int64(partLatency)/int64(time.Second))
 	// A part should take about as long to arrive as its request waited for its first byte,
 	// so that latency costs a connection at most half its time (AWS's 8–16 MiB advice, for
@@ -339,7 +338,7 @@ func (f *Fetcher) partSize() int64 {
 }
 
 // delivered adds a part of n bytes, admitted wait after its answer came and then read in d,
-// to the connection rate's moving average. Only a part read as its bytes arrived measures
+// to the connection's rate (connRate). Only a part read as its bytes arrived measures
 // the connection: one that waited for its turn or for room found its socket's buffer filled
 // meanwhile and read megabytes at memory speed, which made paced 90 MB/s connections look
 // like loopback and earned them parts so large that the reader waited on their bodies. Such
@@ -350,10 +349,10 @@ func (f *Fetcher) delivered(n int64, wait, d time.Duration) {
 		return // small parts measure latency, not delivery
 	}
 	sample := int64(float64(n) / (wait + d).Seconds())
-	if wait > d/admitWaitDiv && sample <= f.rate.Load() {
+	if wait > d/admitWaitDiv && sample <= f.rate.get() {
 		return // the socket buffered while the part waited: memory speed, not the network's
 	}
-	average(&f.rate, sample)
+	f.rate.add(n, wait+d)
 }
 
 // admitWaitDiv bounds the admission wait of a part that measures its connection: an
