@@ -223,7 +223,8 @@ type Config struct {
 	// sizes. Descriptors of many tiny objects hold about half of it on average.
 	MaxSplitMembers int
 	// InitialSplitBytes is the weight above which a descriptor's restriction is cut at
-	// member boundaries before reading (default SplitTargetBytes: no cut). Runners that
+	// member boundaries before reading, into pieces of about equal weight, about this much
+	// each (default SplitTargetBytes: descriptors above their mean are cut). Runners that
 	// split dynamically (prism, Dataflow) balance on their own; on Flink, which does not, a
 	// smaller value lets the members of one descriptor be read in parallel. Smaller
 	// restrictions cost more where a runner reads them one after another (prism): each

@@ -82,17 +82,30 @@ func (r restriction) size() float64 {
 func (r restriction) weight(m int) int64 { return r.Sizes[m-r.Start.Member] }
 
 // memberBoundaries splits r at member boundaries into pieces of about target bytes each, for
-// runners that only split restrictions up front.
+// runners that only split restrictions up front: as many pieces as target fits in r's weight
+// (rounded), of about equal weight, each member in the piece its middle falls in. Even
+// pieces, not pieces of target and a remainder: a runner that reads a bundle's restrictions
+// one after another (prism) begins each with what was fetched ahead for it while the one
+// before was read, and a remainder of one small member leaves no time to fetch ahead for the
+// next (traced through a 30 ms network: 0.1–0.2 s of waiting after each).
 func (r restriction) memberBoundaries(target int64) []restriction {
+	n := math.Round(r.size() / float64(target))
+	if n <= 1 {
+		return []restriction{r}
+	}
+	piece := r.size() / n
 	var out []restriction
 	rest := r
-	var acc int64
+	acc, k := 0.0, 1.0
 	for m := r.Start.Member; m < r.lastMember(); m++ {
-		acc += r.weight(m)
-		if acc >= target {
+		acc += float64(r.weight(m))
+		if mid := acc + float64(r.weight(m+1))/2; mid > k*piece {
 			p, res := rest.splitAt(position{Member: m + 1}, -1, resumeHint{})
 			out = append(out, p)
-			rest, acc = res, 0
+			rest = res
+			for mid > k*piece {
+				k++
+			}
 		}
 	}
 	return append(out, rest)

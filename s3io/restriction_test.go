@@ -3,6 +3,7 @@ package s3io
 import (
 	"math"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -482,4 +483,56 @@ func TestTrackerProtocolProperty(t *testing.T) {
 		t.Fatalf("%d trackers, %d checkpoint and %d fractional residuals over %d seeds", totalTrackers, checkpoints, fractional, seeds)
 	}
 	t.Logf("%d trackers, %d checkpoint and %d fractional residuals over %d seeds", totalTrackers, checkpoints, fractional, seeds)
+}
+
+// memberBoundaries cuts a restriction into pieces of about equal weight, as many as the
+// target fits (rounded), each member where its middle falls: never a target-sized run of
+// pieces and a small remainder.
+func TestMemberBoundariesEven(t *testing.T) {
+	sizes := func(ws ...int64) restriction {
+		return restriction{Start: position{}, End: position{Member: len(ws)}, Sizes: ws}
+	}
+	counts := func(rs []restriction) []int {
+		var out []int
+		for _, r := range rs {
+			out = append(out, r.lastMember()-r.Start.Member+1)
+		}
+		return out
+	}
+	repeat := func(w int64, n int) restriction {
+		ws := make([]int64, n)
+		for i := range ws {
+			ws[i] = w
+		}
+		return sizes(ws...)
+	}
+	for _, tc := range []struct {
+		name   string
+		r      restriction
+		target int64
+		want   []int
+	}{
+		// 16 members just under 16 MiB: greedy cuts at 64 MiB made 5, 5, 5, 1.
+		{"sixteen objects just under a quarter of the target", repeat(63, 16), 256, []int{4, 4, 4, 4}},
+		{"twenty small objects, 1.1 targets: whole", repeat(36, 20), 640, []int{20}},
+		{"twenty small objects, 2.2 targets", repeat(36, 20), 320, []int{10, 10}},
+		{"a large member in the middle", sizes(10, 10, 100, 10, 10, 10, 10, 10, 10, 10), 60, []int{2, 2, 6}},
+		{"a member larger than two pieces", sizes(10, 300, 10, 10), 100, []int{1, 1, 2}},
+	} {
+		got := tc.r.memberBoundaries(tc.target)
+		if c := counts(got); !slices.Equal(c, tc.want) {
+			t.Errorf("%s: pieces of %v members, want %v", tc.name, c, tc.want)
+		}
+		// The pieces tile the restriction.
+		at := tc.r.Start
+		for _, p := range got {
+			if p.Start != at {
+				t.Errorf("%s: a piece starts at %v, want %v", tc.name, p.Start, at)
+			}
+			at = p.End
+		}
+		if at != tc.r.End {
+			t.Errorf("%s: the pieces end at %v, want %v", tc.name, at, tc.r.End)
+		}
+	}
 }
