@@ -102,10 +102,7 @@ func (r restriction) memberBoundaries(target int64) []restriction {
 		if mid := acc + float64(r.weight(m+1))/2; mid > k*piece {
 			p, res := rest.splitAt(position{Member: m + 1}, -1, resumeHint{})
 			out = append(out, p)
-			rest = res
-			for mid > k*piece {
-				k++
-			}
+			rest, k = res, math.Ceil(mid/piece) // the piece mid falls in
 		}
 	}
 	return append(out, rest)
