@@ -103,8 +103,9 @@ func startPrismJobServer(t *testing.T) string {
 	return fmt.Sprintf("localhost:%d", port)
 }
 
-// startFlinkJobServer starts Beam's Flink job server with an embedded Flink mini-cluster.
-func startFlinkJobServer(t *testing.T) string {
+// startFlinkJobServer starts Beam's Flink job server submitting to master: "[local]" for
+// an embedded Flink mini-cluster, or a session cluster's REST address.
+func startFlinkJobServer(t *testing.T, master string) string {
 	cpFile := filepath.Join(repoCache(), "flink", "classpath.txt")
 	cp, err := os.ReadFile(cpFile)
 	if err != nil {
@@ -117,7 +118,7 @@ func startFlinkJobServer(t *testing.T) string {
 	port := freePort(t)
 	cmd := exec.Command(java, "-cp", strings.TrimSpace(string(cp)), "org.apache.beam.runners.flink.FlinkJobServerDriver",
 		fmt.Sprintf("--job-port=%d", port), fmt.Sprintf("--artifact-port=%d", freePort(t)), fmt.Sprintf("--expansion-port=%d", freePort(t)),
-		"--flink-master=[local]")
+		"--flink-master="+master)
 	startProcess(t, "Flink job server", cmd, port, 90*time.Second)
 	return fmt.Sprintf("localhost:%d", port)
 }

@@ -48,7 +48,7 @@ var targets = []target{
 	{name: "prism in-process", runner: "prism"},
 	{name: "prism job server", runner: "universal", start: startPrismJobServer},
 	{
-		name: "flink", runner: "flink", start: startFlinkJobServer,
+		name: "flink", runner: "flink", start: func(t *testing.T) string { return startFlinkJobServer(t, "[local]") },
 		// Flink never splits a splittable DoFn dynamically: descriptors and initial
 		// splits are its parallelism. With parallelism 2, two tasks read at once.
 		check: func(t *testing.T, r *run) {
