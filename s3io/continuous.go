@@ -12,17 +12,14 @@ import (
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/timers"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/log"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/register"
-	"github.com/apache/beam/sdks/v2/go/pkg/beam/transforms/periodic"
 )
 
 func init() {
-	register.DoFn2x0[[]byte, func(periodic.SequenceDefinition)](&refreshScheduleFn{})
 	register.DoFn4x1[context.Context, beam.EventTime, int64, func(string, listedVersion), error](&refreshListFn{})
 	register.DoFn8x1[context.Context, beam.EventTime, state.Provider, timers.Provider, string, listedVersion, func(beam.EventTime, SplitDescriptor), func(int), error](&watchFn{})
 	register.Combiner3[refreshSummary, int, refreshSummary](&summarizeRefresh{})
 	register.DoFn3x0[context.Context, beam.Window, refreshSummary](&logRefreshFn{})
 	register.DoFn2x1[context.Context, Failure, error](&failUnreadableFn{})
-	register.Emitter1[periodic.SequenceDefinition]()
 	register.Emitter2[string, listedVersion]()
 	register.Emitter2[beam.EventTime, SplitDescriptor]()
 	register.Emitter1[int]()
@@ -74,49 +71,19 @@ func ReadContinuouslyWithFailures(s beam.Scope, cfg Config, interval time.Durati
 		panic(fmt.Sprintf("s3io: ReadContinuously needs an interval of a second or more, not %v: each refresh lists the whole prefix", interval))
 	}
 	iv := interval.Milliseconds()
-	sched := &refreshScheduleFn{IntervalMs: iv}
+	var endMs int64
 	if !end.IsZero() {
-		sched.EndMs = end.UnixMilli()
+		endMs = end.UnixMilli()
 	}
-	ticks := periodic.Sequence(s, beam.ParDo(s, sched, beam.Impulse(s)))
+	clock := &refreshClockFn{IntervalMs: iv, EndMs: endMs}
+	ticks := refreshTicks(s, iv, endMs)
 	listed := beam.ParDo(s, &refreshListFn{Cfg: cfg, Bucket: cfg.Bucket, Prefix: cfg.Prefix}, ticks)
-	w := &watchFn{Bucket: cfg.Bucket, IntervalMs: iv, LastTickMs: sched.lastTick(),
+	w := &watchFn{Bucket: cfg.Bucket, IntervalMs: iv, LastTickMs: clock.lastTick(),
 		Read: state.MakeValueState[string]("etag"), Gone: timers.InEventTime("gone")}
 	descriptors, events := beam.ParDo2(s, w, listed)
 	byRefresh := beam.WindowInto(s, window.NewFixedWindows(interval), events)
 	beam.ParDo0(s, &logRefreshFn{Where: "s3://" + cfg.Bucket + "/" + cfg.Prefix}, beam.Combine(s, &summarizeRefresh{}, byRefresh))
 	return readSplits(s, cfg, descriptors, outBytes)
-}
-
-// refreshScheduleFn starts the refresh schedule when the job starts, not when the pipeline
-// is built (a job may be submitted long after): the first refresh is at once, the next at
-// multiples of the interval since the Unix epoch, so that refresh k and the fixed window
-// its summary is counted in line up.
-type refreshScheduleFn struct {
-	IntervalMs, EndMs int64
-}
-
-// farFuture ends a schedule without an end; periodic needs one, and a Duration (the
-// sequence's span) cannot pass ~292 years.
-const farFuture = 100 * 365 * 24 * time.Hour
-
-func (fn *refreshScheduleFn) ProcessElement(_ []byte, emit func(periodic.SequenceDefinition)) {
-	now := time.Now().UnixMilli()
-	start := now - now%fn.IntervalMs
-	end := fn.EndMs
-	if end == 0 {
-		end = time.UnixMilli(start).Add(farFuture).UnixMilli()
-	}
-	emit(periodic.SequenceDefinition{Start: start, End: end, Interval: time.Duration(fn.IntervalMs) * time.Millisecond})
-}
-
-// lastTick is the time of the last refresh of a schedule with an end: refreshes fall at
-// multiples of the interval t with t+interval <= end. Zero without an end.
-func (fn *refreshScheduleFn) lastTick() int64 {
-	if fn.EndMs == 0 {
-		return 0
-	}
-	return fn.EndMs/fn.IntervalMs*fn.IntervalMs - fn.IntervalMs
 }
 
 // listedVersion is one object as a refresh listed it.

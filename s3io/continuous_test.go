@@ -7,12 +7,13 @@ import (
 	"time"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/timers"
 )
 
-// TestRefreshScheduleLastTick: the last refresh of a schedule is the last multiple t of the
-// interval with t+interval <= end, as periodic.Sequence emits them (its restriction is
-// [0, (end-start)/interval)), for starts aligned to the interval.
-func TestRefreshScheduleLastTick(t *testing.T) {
+// TestRefreshClockLastTick: the clock's last refresh is the last multiple t of the
+// interval with t+interval <= end; the clock arms its timer for every aligned refresh up to
+// it and for none after.
+func TestRefreshClockLastTick(t *testing.T) {
 	for _, tc := range []struct{ end, interval, want int64 }{
 		{3000, 500, 2500},
 		{3100, 500, 2500},
@@ -20,22 +21,38 @@ func TestRefreshScheduleLastTick(t *testing.T) {
 		{3500, 500, 3000},
 		{0, 500, 0}, // no end
 	} {
-		fn := &refreshScheduleFn{IntervalMs: tc.interval, EndMs: tc.end}
+		fn := &refreshClockFn{IntervalMs: tc.interval, EndMs: tc.end}
 		if got := fn.lastTick(); got != tc.want {
 			t.Errorf("end %d interval %d: last tick %d, want %d", tc.end, tc.interval, got, tc.want)
 		}
 		if tc.end == 0 {
 			continue
 		}
-		// What periodic.Sequence would emit from any aligned start before the end.
+		if tc.want+tc.interval > tc.end || tc.want+2*tc.interval <= tc.end {
+			t.Errorf("end %d interval %d: last tick %d is not the last t with t+interval <= end", tc.end, tc.interval, tc.want)
+		}
 		for start := int64(0); start+tc.interval <= tc.end; start += tc.interval {
-			n := (tc.end - start) / tc.interval
-			if last := start + (n-1)*tc.interval; last != tc.want {
-				t.Errorf("end %d interval %d start %d: the sequence's last tick is %d, lastTick says %d", tc.end, tc.interval, start, last, tc.want)
+			var armed []int64
+			tp := &recordingTimers{}
+			for at := start; ; at += tc.interval {
+				tp.set = nil
+				fn.set(tp, at)
+				if len(tp.set) == 0 {
+					break
+				}
+				armed = append(armed, at)
+			}
+			if last := armed[len(armed)-1]; last != tc.want {
+				t.Errorf("end %d interval %d start %d: the clock's last refresh is %d, want %d", tc.end, tc.interval, start, last, tc.want)
 			}
 		}
 	}
 }
+
+// recordingTimers is a timers.Provider that keeps what is set.
+type recordingTimers struct{ set []timers.TimerMap }
+
+func (r *recordingTimers) Set(t timers.TimerMap) { r.set = append(r.set, t) }
 
 // TestReadContinuouslyRejects: a bad Config or an interval under a second fails when the
 // pipeline is built, naming what to fix.
