@@ -198,6 +198,7 @@ func (b *batcher) flush(rt *sdf.LockRTracker) (cut bool) {
 	if granted > 0 {
 		b.emit(copyBatch(b.d, b.m, b.start, b.entry, b.recs[:granted]))
 		b.emitted += int64(granted)
+		workerProgress.records.Add(int64(granted))
 		b.owned = b.start + int64(granted) - 1
 	}
 	b.reset()
@@ -227,6 +228,7 @@ func (fn *reader) emitBatches(d SplitDescriptor, emit func(RecordBatch)) memberE
 		}()
 		for {
 			b := mr.r.Next()
+			mr.framed(b)
 			from := idx // the index of b's first record
 			cur = b.Retired
 			bt.storedOffsets, bt.log = mr.r.StoredOffsets(), mr.r.Log()

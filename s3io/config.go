@@ -81,6 +81,9 @@ const (
 	maxDecoderWindowLimit = decode.MaxWindowLimit
 	defaultMaxAttempts    = 8
 	defaultReadTimeout    = time.Minute
+	// defaultProgressInterval is two lines a minute per worker: often enough to follow a read,
+	// rarely enough not to crowd the worker's other logs.
+	defaultProgressInterval = 30 * time.Second
 	// defaultReadBufferBytes, defaultPartBytes and defaultMaxRequestsInFlight were chosen by
 	// measurement through a proxy that adds 30 ms per request and paces each connection to
 	// 90 MB/s, as S3 does (README, "Performance"): enough parts in flight to hide the
@@ -265,6 +268,17 @@ type Config struct {
 	// parts of the current object and of the objects after it, started ahead of their
 	// records.
 	MaxRequestsInFlight int
+
+	// What the workers say.
+
+	// ProgressInterval is how often each worker process logs a line of what its reads did,
+	// through Beam's log package, so that it shows with the worker's logs on every runner:
+	// objects done, bytes fetched and decompressed, records, failures, rates, and the plan's
+	// totals and an ETA where they are known (docs/design.md, "Progress lines"). A worker
+	// also logs a line when its reads end. Default 30 seconds; negative logs no lines. The
+	// lines are the process's: with reads of several Configs, the shortest interval of
+	// those asking for lines applies.
+	ProgressInterval time.Duration
 }
 
 // WithDefaults returns c with every zero-valued field replaced by its default, as the
@@ -289,6 +303,7 @@ func (c Config) WithDefaults() Config {
 	c.PartBytes = cmp.Or(c.PartBytes, min(defaultPartBytes, max(c.ReadBufferBytes-decodeWindows, fetch.MinPartClass)))
 	c.MaxRequestsInFlight = cmp.Or(c.MaxRequestsInFlight, defaultMaxRequestsInFlight)
 	c.ListParallelism = cmp.Or(c.ListParallelism, defaultListParallelism)
+	c.ProgressInterval = cmp.Or(c.ProgressInterval, defaultProgressInterval)
 	return c
 }
 

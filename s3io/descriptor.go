@@ -48,6 +48,12 @@ func (m Member) span() (start, end int64) { return m.plan(resumeHint{}).Span() }
 // whole reports whether m is all of its object, not a segment of it.
 func (m Member) whole() bool { return !m.plan(resumeHint{}).IsPart() }
 
+// endsObject reports whether m holds its object's last bytes: all of it, or its last segment.
+func (m Member) endsObject() bool {
+	_, end := m.span()
+	return end == m.Size
+}
+
 // weight is m's share of the object's stored bytes: what reading it costs.
 func (m Member) weight() int64 {
 	start, end := m.span()
@@ -63,6 +69,16 @@ type SplitDescriptor struct {
 	ID      string
 	Bucket  string
 	Members []Member
+	// PlanObjects and PlanBytes are the totals of the whole plan the descriptor belongs to,
+	// its objects and their stored bytes (PlanStats.Objects and Bytes), so that a worker
+	// reading it can say how much of the plan its reads are: they travel with the work
+	// because a worker sees nothing else of the plan. Both are zero when the planner did not
+	// know them yet: it holds a plan's descriptors until its listing ends, and sends those
+	// of a plan too large to hold as they are packed, the last one excepted (Plan says
+	// when); ReadContinuously's have none. They are not digested into ID: the same objects
+	// keep their descriptor's ID in a plan that grew or shrank elsewhere. Except passes
+	// them on as they are: the totals stay the whole plan's.
+	PlanObjects, PlanBytes int64
 }
 
 // ref names member m of d.

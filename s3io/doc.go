@@ -54,6 +54,8 @@
 // whose IDs survive a replan that changed a little (what Except relies on); readers never
 // list. A runner can checkpoint and split a descriptor between records, and large objects
 // are cut and their parts read in parallel (Config.SplitTargetBytes). Each reader fetches ahead within
-// a memory bound (Config.ReadBufferBytes, WorkerBufferBytes). The design notes and
+// a memory bound (Config.ReadBufferBytes, WorkerBufferBytes). Each worker process logs a
+// line of its reads' progress every Config.ProgressInterval, with the plan's totals, which
+// the planner writes into every descriptor. The design notes and
 // measurements are in the repository's docs/design.md and docs/performance.md.
 package s3io

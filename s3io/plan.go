@@ -44,9 +44,9 @@ type PlanStats struct {
 }
 
 // PlanDescriptors plans cfg's bucket and prefix outside a pipeline, as Plan does inside one,
-// handing each descriptor to emit as soon as its key range is listed; an error from emit
-// stops planning and is returned. The descriptors and their IDs are those Plan would give.
-// Use it to preview, store or hand out a plan; cmd/s3io-plan is built on it.
+// handing the descriptors to emit in key order, when Plan would emit them; an error from
+// emit stops planning and is returned. The descriptors and their IDs are those Plan would
+// give. Use it to preview, store or hand out a plan; cmd/s3io-plan is built on it.
 func PlanDescriptors(ctx context.Context, cfg Config, emit func(SplitDescriptor) error) (PlanStats, error) {
 	if err := cfg.Validate(); err != nil {
 		return PlanStats{}, err
@@ -68,10 +68,12 @@ func (p *planner) plan(ctx context.Context, bucket, prefix string, emit func(Spl
 // under it that Match, StartAfter and the time window select, sorted by key and packed into
 // descriptors of about cfg.SplitTargetBytes, a larger object cut into segments where its
 // format allows (see Config.SplitTargetBytes). Listing runs on a worker when the pipeline runs,
-// with the worker's AWS credentials, cfg.ListParallelism requests at a time, and
-// descriptors leave the planner as their key range is listed. Replanning an unchanged
-// prefix yields the same descriptors and IDs, whatever the parallelism. It panics if cfg
-// does not validate.
+// with the worker's AWS credentials, cfg.ListParallelism requests at a time. The
+// descriptors leave the planner when the listing ends, each with the plan's totals
+// (SplitDescriptor.PlanObjects, PlanBytes); those of a plan too large to hold (about
+// 200,000 objects) leave as they are packed, without them. Replanning an unchanged prefix
+// yields the same descriptors and IDs, whatever the parallelism. It panics if cfg does not
+// validate.
 func Plan(s beam.Scope, cfg Config) beam.PCollection {
 	return planPrefix(s, prepare(cfg))
 }

@@ -126,9 +126,6 @@ func (r restriction) splitAt(p position, primaryShare int64, hint resumeHint) (p
 			residual.Resume = hint
 		}
 	}
-	if p == r.Start {
-		residual.Resume = r.Resume
-	}
 	return primary, residual
 }
 
@@ -151,7 +148,8 @@ func (r restriction) valid(n int) error {
 
 // tracker is the sdf.RTracker of a restriction. The reader claims the first position of a
 // member before opening it, and each later record's position before emitting that record;
-// after the last member it claims (members, 0), which fails and ends the restriction.
+// after the last member it claims (members, 0), which fails and ends the restriction. It
+// refuses a checkpoint before its first claim (TrySplit says why).
 type tracker struct {
 	rest       restriction
 	claimed    position // last successful claim; meaningful when hasClaimed
@@ -327,6 +325,15 @@ func (t *tracker) GetProgress() (done, remaining float64) {
 // fraction 0 (a checkpoint) splits right after the last claimed record. The residual carries
 // a resume hint when the split point is inside a member that is being read. Claimed
 // positions always stay in the primary, and a failed split changes nothing.
+//
+// A checkpoint before the first claim is refused, as Beam Java's harness refuses it
+// (apache/beam#32044): its primary would be empty and its residual the whole restriction,
+// so a runner that checkpoints every bundle after a few seconds (Dataflow streaming) could
+// hand the same restriction back again and again without a record read. Refused, the reader
+// goes on to its first claim, and the runner's next checkpoint lands after it. A fractional
+// split before the first claim is still taken (prism asks for 0.5 when a bundle looks
+// stalled): it splits at a member boundary after the first member, so the primary keeps
+// work and the residual is only part of the restriction.
 func (t *tracker) TrySplit(fraction float64) (primary, residual any, err error) {
 	if t.stopped || t.IsDone() {
 		return t.rest, nil, nil
@@ -339,7 +346,7 @@ func (t *tracker) TrySplit(fraction float64) (primary, residual any, err error) 
 	hint := resumeHint{}
 	switch {
 	case !t.hasClaimed && fraction == 0:
-		split = t.rest.Start
+		return t.rest, nil, nil
 	case !t.hasClaimed:
 		var total int64
 		for m := t.rest.Start.Member; m <= last; m++ {

@@ -18,6 +18,8 @@ type restrictionRead struct {
 	hint        resumeHint
 	last        int // the last member the restriction owns; a split may lower it
 	decodeDepth int // members decoded beyond the one being read
+	// progress is how the read reports to the worker's progress lines.
+	progress *progressRead
 	// members are the members' fetches, and decodings once started, by member -
 	// start.Member: entries of the handover store that the read owns until it opens them,
 	// so that a residual that starts while this read still holds the members a split gave
@@ -180,15 +182,30 @@ type memberRead struct {
 	// handedOver is set once a split stopped the read inside the member and its decoding
 	// went to the handover store for the residual: the read no longer finishes it.
 	handedOver bool
+	// framedTo is the stream offset up to which the worker's progress counts the read's
+	// decompressed bytes (framed): a batch handed over with the read is counted once.
+	framedTo int64
 }
 
 // nextBatch returns the next batch of records to emit and the index in it of the first.
 func (mr *memberRead) nextBatch() (*member.Batch, int) {
 	if b := mr.pending; b != nil {
 		mr.pending = nil
+		mr.framed(b)
 		return b, mr.pendingAt
 	}
-	return mr.r.Next(), 0
+	b := mr.r.Next()
+	mr.framed(b)
+	return b, 0
+}
+
+// framed counts in the worker's progress the decompressed bytes up to b's last record, one
+// batch at a time so that a long member shows as it is read; finish counts the rest.
+func (mr *memberRead) framed(b *member.Batch) {
+	if n := len(b.Ends); n > 0 && b.Ends[n-1] > mr.framedTo {
+		workerProgress.decompressed.Add(b.Ends[n-1] - mr.framedTo)
+		mr.framedTo = b.Ends[n-1]
+	}
 }
 
 // startMember starts reading member m as p plans, from the bytes of of.
@@ -199,6 +216,7 @@ func (fn *reader) startMember(ctx context.Context, m int, p member.Plan, of *fet
 		mr.idx0 = p.Resume.Index
 	}
 	mr.r = fn.members.Start(p, of)
+	mr.framedTo = mr.r.Base()
 	return mr
 }
 
@@ -207,5 +225,6 @@ func (fn *reader) startMember(ctx context.Context, m int, p member.Plan, of *fet
 func (mr *memberRead) finish(ctx context.Context) {
 	decoded, headers := mr.r.Finish(mr.fn.members)
 	metricBytes.Inc(ctx, decoded)
+	workerProgress.decompressed.Add(decoded - (mr.framedTo - mr.r.Base()))
 	metricHeadersSkipped.Inc(ctx, headers)
 }

@@ -246,35 +246,88 @@ func TestTrackerCheckpointAfterMemberClaimMidStart(t *testing.T) {
 	}
 }
 
+// A checkpoint before the first claim is refused (apache/beam#32044): it would hand the
+// whole restriction back, and a runner that checkpoints each bundle after a few seconds
+// could do that forever. The tracker is left as it was, the reader claims as if nothing had
+// happened, and the next checkpoint lands after its claim.
 func TestTrackerCheckpointBeforeClaim(t *testing.T) {
 	for _, r := range []restriction{
 		rtRest3(),
 		{Start: rtPos(1, 4), End: rtPos(2, 2), Sizes: []int64{7, 8}},
+		{Start: rtPos(1, 4), End: rtPos(1, 9), Sizes: []int64{7}, Resume: resumeHint{Index: 2, Offset: 30}},
 	} {
 		tr := newTracker(r)
+		for range 3 { // refused as often as it is asked
+			prim, res, err := tr.TrySplit(0)
+			if err != nil || res != nil {
+				t.Fatalf("%+v: TrySplit(0) before any claim = residual %+v, err %v; want it refused", r, res, err)
+			}
+			if !reflect.DeepEqual(prim, r) || !reflect.DeepEqual(tr.GetRestriction(), r) {
+				t.Fatalf("%+v: refused TrySplit(0) left primary %+v, restriction %+v", r, prim, tr.GetRestriction())
+			}
+		}
+		if tr.IsDone() {
+			t.Errorf("%+v: IsDone after a refused checkpoint", r)
+		}
+		if done, rem := tr.GetProgress(); done != 0 || rem != r.size() {
+			t.Errorf("%+v: GetProgress = %v, %v after a refused checkpoint; want 0, %v", r, done, rem, r.size())
+		}
+		if !tr.TryClaim(r.Start) {
+			t.Fatalf("%+v: TryClaim(Start) after a refused checkpoint failed: %v", r, tr.GetError())
+		}
 		prim, res, err := tr.TrySplit(0)
-		if err != nil {
-			t.Fatal(err)
+		if err != nil || res == nil {
+			t.Fatalf("%+v: TrySplit(0) after the first claim = residual %v, err %v; want a checkpoint", r, res, err)
 		}
-		p := prim.(restriction)
-		if !p.IsEmpty() || p.Start != r.Start || p.End != r.Start {
-			t.Errorf("%+v: primary = %+v, want empty at Start", r, p)
-		}
-		if !reflect.DeepEqual(res, r) {
-			t.Errorf("%+v: residual = %+v, want the whole restriction", r, res)
+		next := rtPos(r.Start.Member, r.Start.Index+1)
+		if p, q := prim.(restriction), res.(restriction); p.Start != r.Start || p.End != next || q.Start != next || q.End != r.End {
+			t.Errorf("%+v: checkpoint after the first claim = %+v / %+v; want it after %v", r, p, q, r.Start)
 		}
 		if !tr.IsDone() {
-			t.Errorf("%+v: IsDone = false after a checkpoint before any claim", r)
+			t.Errorf("%+v: IsDone = false after the checkpoint", r)
 		}
-		if tr.TryClaim(r.Start) {
-			t.Errorf("%+v: claimed Start after it went to the residual", r)
-		}
-		if tr.GetError() != nil {
-			t.Errorf("GetError = %v", tr.GetError())
-		}
-		if err := p.valid(3); err != nil {
+		if err := prim.(restriction).valid(3); err != nil {
 			t.Errorf("primary invalid: %v", err)
 		}
+	}
+}
+
+// A fractional split before the first claim is taken, as prism asks for one (0.5) when a
+// bundle looks stalled: it hands back only what lies past a member boundary after the
+// first member, never the whole restriction, so the reader still has work when it claims.
+func TestTrackerFractionalSplitBeforeClaim(t *testing.T) {
+	r := rtRest3() // 100, 200, 300
+	tr := newTracker(r)
+	if _, res, _ := tr.TrySplit(0); res != nil {
+		t.Fatalf("TrySplit(0) before any claim gave residual %+v", res)
+	}
+	prim, res, err := tr.TrySplit(0.5)
+	if err != nil || res == nil {
+		t.Fatalf("TrySplit(0.5) before any claim = residual %v, err %v; want a split", res, err)
+	}
+	wantP := restriction{Start: rtPos(0, 0), End: rtPos(2, 0), Sizes: []int64{100, 200}}
+	wantR := restriction{Start: rtPos(2, 0), End: rtPos(3, 0), Sizes: []int64{300}}
+	if !reflect.DeepEqual(prim, wantP) || !reflect.DeepEqual(res, wantR) {
+		t.Fatalf("TrySplit(0.5) = %+v / %+v, want %+v / %+v", prim, res, wantP, wantR)
+	}
+	// Any fraction above 0, however small, keeps the first member in the primary.
+	for _, f := range []float64{1e-300, 1e-9, 0.01} {
+		prim, res, _ := newTracker(r).TrySplit(f)
+		if res == nil || prim.(restriction).End != rtPos(1, 0) {
+			t.Errorf("TrySplit(%v) before any claim = %+v / %+v; want the first member kept", f, prim, res)
+		}
+	}
+	// One member, nothing claimed: no boundary to split at, and no estimate of a record's
+	// bytes to split inside it.
+	one := restriction{Start: rtPos(0, 0), End: rtPos(1, 0), Sizes: []int64{100}}
+	if _, res, _ := newTracker(one).TrySplit(0.5); res != nil {
+		t.Errorf("TrySplit(0.5) of one unread member gave residual %+v", res)
+	}
+	if !tr.TryClaim(rtPos(0, 0)) || !tr.TryClaim(rtPos(1, 0)) {
+		t.Fatalf("claims in the primary failed: %v", tr.GetError())
+	}
+	if tr.TryClaim(rtPos(2, 0)) || !tr.IsDone() || tr.GetError() != nil {
+		t.Errorf("claimed into the residual, or did not stop cleanly: %v", tr.GetError())
 	}
 }
 
@@ -470,19 +523,20 @@ func TestRestrictionValid(t *testing.T) {
 // under random splits and checkpoints (the harness is trackerSim, trackersim_test.go).
 func TestTrackerProtocolProperty(t *testing.T) {
 	const seeds = 2000
-	totalTrackers, checkpoints, fractional := 0, 0, 0
+	totalTrackers, checkpoints, fractional, refused := 0, 0, 0, 0
 	for seed := uint64(0); seed < seeds; seed++ {
 		s := newPositionSim(t, seed)
 		s.run()
 		totalTrackers += s.trackers
 		checkpoints += s.checkpoints
 		fractional += s.fractional
+		refused += s.refusedEarly
 	}
-	// The test must exercise both kinds of split.
-	if checkpoints < 500 || fractional < 500 || totalTrackers != seeds+checkpoints+fractional {
-		t.Fatalf("%d trackers, %d checkpoint and %d fractional residuals over %d seeds", totalTrackers, checkpoints, fractional, seeds)
+	// The test must exercise both kinds of split, and checkpoints before a first claim.
+	if checkpoints < 500 || fractional < 500 || refused < 100 || totalTrackers != seeds+checkpoints+fractional {
+		t.Fatalf("%d trackers, %d checkpoint and %d fractional residuals, %d checkpoints refused before a first claim, over %d seeds", totalTrackers, checkpoints, fractional, refused, seeds)
 	}
-	t.Logf("%d trackers, %d checkpoint and %d fractional residuals over %d seeds", totalTrackers, checkpoints, fractional, seeds)
+	t.Logf("%d trackers, %d checkpoint and %d fractional residuals, %d checkpoints refused before a first claim, over %d seeds", totalTrackers, checkpoints, fractional, refused, seeds)
 }
 
 // memberBoundaries cuts a restriction into pieces of about equal weight, as many as the

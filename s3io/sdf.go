@@ -142,13 +142,16 @@ func (fn *reader) process(ctx context.Context, rt *sdf.LockRTracker, d SplitDesc
 // emitted; whatever a split takes away is cancelled and dropped unemitted. Returning an
 // error fails the bundle; the runner retries it from the restriction, never from a position
 // already handed to a residual.
-func (fn *reader) readRestriction(ctx context.Context, rt *sdf.LockRTracker, d SplitDescriptor, emit memberEmitter, fail func(Failure)) error {
+func (fn *reader) readRestriction(ctx context.Context, rt *sdf.LockRTracker, d SplitDescriptor, emit memberEmitter, fail func(Failure)) (err error) {
 	rest := rt.GetRestriction().(restriction)
 	if err := rest.valid(len(d.Members)); err != nil {
 		return fmt.Errorf("%w (split %s)", err, d.ID)
 	}
 	metricRestrictions.Inc(ctx, 1)
+	progress := workerProgress.begin(fn.Cfg.ProgressInterval, d, rt)
+	defer func() { progress.end(err == nil) }()
 	rd := fn.newRestrictionRead(ctx, d, rest)
+	rd.progress = progress
 	defer rd.close(ctx)
 	for m := rest.Start.Member; ; m++ {
 		first := int64(0)
@@ -196,6 +199,7 @@ func (fn *reader) quarantine(ctx context.Context, d SplitDescriptor, m int, firs
 	}
 	metricFailed.Inc(ctx, 1)
 	metricFailedByReason[reason].Inc(ctx, 1)
+	workerProgress.failures.Add(1)
 	log.Warnf(ctx, "s3io: quarantined %v", f)
 	fail(f)
 	return nil
@@ -226,6 +230,12 @@ func (fn *reader) readMember(ctx context.Context, rt *sdf.LockRTracker, d SplitD
 		}
 		if err != nil {
 			err = &objectError{ObjectRef: d.ref(mr.m), Index: max(mc.next, first), Err: withS3Hint(err)}
+		} else if !stopped && (first == 0 || mc.emitted > 0) && d.Members[mr.m].endsObject() {
+			// The object is done here: this read reached its end having emitted its last
+			// record, or having begun at its first (an object of no records). No other read
+			// of it does: one a split stopped inside it did not reach the end, and a
+			// residual that starts past its last record emits nothing.
+			rd.progress.objectDone()
 		}
 	}()
 	return emit(ctx, rt, rd, mr, first, &mc)
@@ -259,6 +269,7 @@ func (fn *reader) emitRecords(sink func(m int, idx int64, entry string, rec []by
 				emitted++
 				idx++
 				i++
+				workerProgress.records.Add(1)
 			}
 			for n := min(len(b.Records)-i, claimRunRecords); n > 0; n = min(len(b.Records)-i, claimRunRecords) {
 				stored = slices.Grow(stored[:0], n)[:n]
@@ -272,6 +283,7 @@ func (fn *reader) emitRecords(sink func(m int, idx int64, entry string, rec []by
 					emitted++
 					idx++
 				}
+				workerProgress.records.Add(int64(granted))
 				if granted < n {
 					// A split: the residual starts at this record, and takes the member's
 					// decoding over from here.

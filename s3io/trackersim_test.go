@@ -41,8 +41,9 @@ type trackerSim struct {
 	emitted map[position]int
 	queue   []restriction
 	// Trackers run; residuals split off by checkpoints (fraction 0) and by fractional
-	// splits, and of those the ones that start inside a member; resume hints followed.
-	trackers, checkpoints, fractional, inMember, hinted int
+	// splits, and of those the ones that start inside a member; resume hints followed;
+	// checkpoints asked for before a tracker's first claim (each must be refused).
+	trackers, checkpoints, fractional, inMember, hinted, refusedEarly int
 }
 
 // newPositionSim is a random case of TestTrackerProtocolProperty: up to 8 members of up to
@@ -148,6 +149,12 @@ func (s *trackerSim) maybeSplit(tr *tracker, unsplit *bool) {
 	}
 	if err := p.valid(len(s.counts)); err != nil {
 		s.t.Fatalf("%s: primary after TrySplit(%v) of %+v: %v", s.label, f, before, err)
+	}
+	if f == 0 && !tr.hasClaimed {
+		if res != nil {
+			s.t.Fatalf("%s: TrySplit(0) before the first claim of %+v gave residual %+v", s.label, before, res)
+		}
+		s.refusedEarly++
 	}
 	if res == nil {
 		if !reflect.DeepEqual(p, before) {

@@ -118,6 +118,10 @@ func (rd *Read) StoredOffsets() bool { return rd.storedOffsets }
 // Log returns the resume points the read keeps; nil when it keeps none.
 func (rd *Read) Log() *Log { return rd.log }
 
+// Base returns the stream offset where the read's decoding starts: batches' Ends run on
+// from it, and Finish's decoded bytes count from it.
+func (rd *Read) Base() int64 { return rd.base }
+
 // Redecoded returns the decoded bytes the read went through again to reach its first
 // record, given the end of the last record it skipped (0 if none).
 func (rd *Read) Redecoded(skippedEnd int64) int64 { return max(skippedEnd, rd.skipTo) - rd.base }
