@@ -68,6 +68,9 @@ type progressReporter struct {
 	base, last    progressCounts // the counts at those times
 	plans         map[planKey]*planProgress
 	order         []planKey // plans in the order the session met them
+	// betweenReads is set when the last line was logged while no read was open, so that
+	// the session's end still logs its own line, though nothing changed since.
+	betweenReads bool
 	// stopTick and stopEnd cancel the pending periodic line, and the pending end of the
 	// session; nil when none is pending.
 	stopTick, stopEnd func() bool
@@ -114,6 +117,9 @@ func (r *progressReporter) begin(every time.Duration, d SplitDescriptor, rt *sdf
 	if r.stopEnd != nil {
 		r.stopEnd()
 		r.stopEnd = nil
+	}
+	if every > 0 && (r.every == 0 || every < r.every) {
+		r.every = every
 	}
 	pr := &progressRead{r: r, rt: rt}
 	if d.PlanObjects > 0 {
@@ -182,7 +188,15 @@ func (r *progressReporter) tick(gen int) {
 	}
 	r.stopTick = nil
 	if len(r.reads) == 0 {
-		return // the session's end is armed; the next read arms the tick again
+		// Between two reads (Flink runs a bundle's restrictions one after the other, each
+		// maybe shorter than the interval, and its next bundle may start before the
+		// session's end line is due): log what they did, if anything. The next read arms
+		// the tick again; the session's end still logs its line.
+		if r.counts() != r.last {
+			r.log(r.now(), false)
+			r.betweenReads = true
+		}
+		return
 	}
 	r.log(r.now(), false)
 	r.stopTick = r.after(r.every, func() { r.tick(gen) })
@@ -196,7 +210,7 @@ func (r *progressReporter) ended(gen int) {
 	if gen != r.gen || !r.open || len(r.reads) > 0 {
 		return
 	}
-	if r.every > 0 && r.counts() != r.last {
+	if r.every > 0 && (r.counts() != r.last || r.betweenReads) {
 		r.log(r.now(), true)
 	}
 	if r.stopTick != nil {
@@ -215,6 +229,7 @@ func (r *progressReporter) counts() progressCounts {
 // log writes a line of the session as it stands at now.
 func (r *progressReporter) log(now time.Time, ended bool) {
 	cur := r.counts()
+	r.betweenReads = false
 	r.out(r.line(now, cur, ended))
 	r.last, r.lastAt = cur, now
 }

@@ -4,10 +4,13 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"syscall"
@@ -52,29 +55,143 @@ func startSessionCluster(t *testing.T) *sessionCluster {
 	return &sessionCluster{Cluster: c, endpoint: startFlinkJobServer(t, c.Master()), boot: boot}
 }
 
-// submit runs p on the cluster at parallelism 2 with PROCESS Go workers.
-func (c *sessionCluster) submit(t *testing.T, p *beam.Pipeline, timeout time.Duration) (beam.PipelineResult, error) {
+// withProcessWorkers runs submit with the job options set for the cluster: its job
+// server, parallelism 2 and PROCESS Go workers started by s3io-boot, this test binary
+// being the worker binary (ptest.Main makes it one; nothing is cross-compiled, and with
+// -race the workers run with the race detector too).
+func (c *sessionCluster) withProcessWorkers(t *testing.T, submit func()) {
 	t.Helper()
 	envCfg, _ := json.Marshal(map[string]any{"command": c.boot})
-	old := [3]string{*jobopts.Endpoint, *jobopts.EnvironmentType, *jobopts.EnvironmentConfig}
-	oldPar := *jobopts.Parallelism
-	*jobopts.Endpoint, *jobopts.EnvironmentType, *jobopts.EnvironmentConfig = c.endpoint, "PROCESS", string(envCfg)
-	*jobopts.Parallelism = 2
-	// The test binary is the worker binary (ptest.Main makes it one), so nothing is
-	// cross-compiled; with -race the workers run with the race detector too.
-	oldWorker := *jobopts.WorkerBinary
 	self, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)
 	}
-	*jobopts.WorkerBinary = self
+	old := [4]string{*jobopts.Endpoint, *jobopts.EnvironmentType, *jobopts.EnvironmentConfig, *jobopts.WorkerBinary}
+	oldPar := *jobopts.Parallelism
+	*jobopts.Endpoint, *jobopts.EnvironmentType, *jobopts.EnvironmentConfig, *jobopts.WorkerBinary = c.endpoint, "PROCESS", string(envCfg), self
+	*jobopts.Parallelism = 2
 	defer func() {
-		*jobopts.Endpoint, *jobopts.EnvironmentType, *jobopts.EnvironmentConfig = old[0], old[1], old[2]
-		*jobopts.Parallelism, *jobopts.WorkerBinary = oldPar, oldWorker
+		*jobopts.Endpoint, *jobopts.EnvironmentType, *jobopts.EnvironmentConfig, *jobopts.WorkerBinary = old[0], old[1], old[2], old[3]
+		*jobopts.Parallelism = oldPar
 	}()
+	submit()
+}
+
+// submit runs p on the cluster and waits for it to end.
+func (c *sessionCluster) submit(t *testing.T, p *beam.Pipeline, timeout time.Duration) (pr beam.PipelineResult, err error) {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
-	return beam.Run(ctx, "flink", p)
+	c.withProcessWorkers(t, func() { pr, err = beam.Run(ctx, "flink", p) })
+	return pr, err
+}
+
+// waitRunning waits until the cluster's latest job runs and returns its id.
+func (c *sessionCluster) waitRunning(t *testing.T, within time.Duration) string {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for {
+		var jobs struct {
+			Jobs []struct {
+				JID   string `json:"jid"`
+				State string `json:"state"`
+			} `json:"jobs"`
+		}
+		if err := c.GetJSON("/jobs/overview", &jobs); err == nil {
+			for _, j := range jobs.Jobs {
+				if j.State == "RUNNING" {
+					return j.JID
+				}
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no job running on the cluster after %v", within)
+		}
+		time.Sleep(time.Second)
+	}
+}
+
+// cancel cancels job jid.
+func (c *sessionCluster) cancel(t *testing.T, jid string) {
+	req, _ := http.NewRequest(http.MethodPatch, fmt.Sprintf("http://127.0.0.1:%d/jobs/%s?mode=cancel", c.RESTPort, jid), nil)
+	if resp, err := http.DefaultClient.Do(req); err != nil {
+		t.Errorf("cancel job %s: %v", jid, err)
+	} else {
+		resp.Body.Close()
+	}
+}
+
+// heapAfterGC is TaskManager i's heap in use right after a full collection (jcmd GC.run),
+// in bytes: what a leak raises, without the garbage that comes and goes.
+func (c *sessionCluster) heapAfterGC(t *testing.T, i int) int64 {
+	t.Helper()
+	pid := fmt.Sprint(c.TaskManagerPID(i))
+	if out, err := exec.Command("jcmd", pid, "GC.run").CombinedOutput(); err != nil {
+		t.Fatalf("jcmd %s GC.run: %v\n%s", pid, err, out)
+	}
+	out, err := exec.Command("jcmd", pid, "GC.heap_info").CombinedOutput()
+	if err != nil {
+		t.Fatalf("jcmd %s GC.heap_info: %v\n%s", pid, err, out)
+	}
+	// " garbage-first heap   total 958464K, used 101376K [...]"
+	m := regexp.MustCompile(`heap\s+total \d+K, used (\d+)K`).FindSubmatch(out)
+	if m == nil {
+		t.Fatalf("no heap use in jcmd's GC.heap_info:\n%s", out)
+	}
+	kb, _ := strconv.ParseInt(string(m[1]), 10, 64)
+	return kb << 10
+}
+
+// checkpointsRefusedWhileDeploying counts the checkpoints the JobManager refused to
+// trigger because some task was not running yet.
+func (c *sessionCluster) checkpointsRefusedWhileDeploying() int {
+	b, _ := os.ReadFile(filepath.Join(c.Dir, "log", "jobmanager.log"))
+	return strings.Count(string(b), "Failure reason: Not all required tasks are currently running")
+}
+
+// checkpoints is a job's checkpoint statistics.
+type checkpoints struct {
+	Counts struct {
+		Restored   int `json:"restored"`
+		Total      int `json:"total"`
+		InProgress int `json:"in_progress"`
+		Completed  int `json:"completed"`
+		Failed     int `json:"failed"`
+	} `json:"counts"`
+	Latest struct {
+		Completed *struct {
+			Trigger int64 `json:"trigger_timestamp"`
+		} `json:"completed"`
+		Restored *struct {
+			Restored int64 `json:"restore_timestamp"`
+		} `json:"restored"`
+	} `json:"latest"`
+}
+
+func (c *sessionCluster) checkpointStats(t *testing.T, jid string) checkpoints {
+	t.Helper()
+	var cp checkpoints
+	if err := c.GetJSON("/jobs/"+jid+"/checkpoints", &cp); err != nil {
+		t.Fatalf("checkpoints of job %s: %v", jid, err)
+	}
+	return cp
+}
+
+// lastCompletedCheckpoint is the trigger time (Unix ms) of the job's latest completed
+// checkpoint, 0 if none.
+func (c *sessionCluster) lastCompletedCheckpoint(t *testing.T, jid string) int64 {
+	if cp := c.checkpointStats(t, jid); cp.Latest.Completed != nil {
+		return cp.Latest.Completed.Trigger
+	}
+	return 0
+}
+
+// recoveredAt is when the job was restored from a checkpoint after since (or now).
+func (c *sessionCluster) recoveredAt(t *testing.T, jid string, since time.Time) time.Time {
+	if cp := c.checkpointStats(t, jid); cp.Latest.Restored != nil && cp.Latest.Restored.Restored >= since.UnixMilli() {
+		return time.UnixMilli(cp.Latest.Restored.Restored)
+	}
+	return time.Now()
 }
 
 // workers lists the Go worker processes of TaskManager i: processes whose executable lies
@@ -224,7 +341,7 @@ func TestFlinkSessionCluster(t *testing.T) {
 	want := seedMixedPrefix(t, g, "mixed")
 	slices.Sort(want)
 	cfg := s3io.Config{Bucket: "mixed", Prefix: "in/", Endpoint: proxy.URL, UsePathStyle: true,
-		SplitTargetBytes: 64 << 10, InitialSplitBytes: 32 << 10}
+		SplitTargetBytes: 64 << 10, InitialSplitBytes: 32 << 10, ProgressInterval: time.Second}
 
 	read := func(t *testing.T) (string, *beam.Pipeline) {
 		out := filepath.Join(t.TempDir(), "records.txt")
@@ -284,6 +401,24 @@ func TestFlinkSessionCluster(t *testing.T) {
 			if n := maxWorkers[i].Load(); n != 1 {
 				t.Errorf("taskmanager%d ran at most %d Go worker process(es) at once, want 1", i, n)
 			}
+		}
+		// The workers' progress lines reach their TaskManagers' logs, with the plan's
+		// totals. A worker whose reads all fit in one interval has only its closing line,
+		// which the end of the job can cut off (the worker is stopped with its environment
+		// before its log is flushed), so one TaskManager's line is what this job can show.
+		var progress []string
+		for i := range maxWorkers {
+			for _, l := range strings.Split(c.TaskManagerLog(i), "\n") {
+				if strings.Contains(l, "s3io: worker progress") && strings.Contains(l, "plan: ") {
+					progress = append(progress, fmt.Sprintf("taskmanager%d: %s", i, l))
+				}
+			}
+		}
+		if len(progress) == 0 {
+			t.Errorf("no TaskManager's log has a progress line of its Go worker with the plan's totals")
+		}
+		for _, l := range progress {
+			t.Log(l)
 		}
 		c.waitClean(t)
 	})

@@ -139,7 +139,9 @@ func (c *Cluster) StartTaskManager(i int) {
 	if err := os.MkdirAll(tmp, 0o755); err != nil {
 		c.t.Fatal(err)
 	}
-	p := c.launch(fmt.Sprintf("taskmanager%d", i), c.tmJVM, "org.apache.flink.runtime.taskexecutor.TaskManagerRunner", c.tmDynamic, tmp)
+	// A fixed resource id names the TaskManager in the REST API (/taskmanagers/taskmanager0).
+	dynamic := append([]string{"-D", fmt.Sprintf("taskmanager.resource-id=taskmanager%d", i)}, c.tmDynamic...)
+	p := c.launch(fmt.Sprintf("taskmanager%d", i), c.tmJVM, "org.apache.flink.runtime.taskexecutor.TaskManagerRunner", dynamic, tmp)
 	c.mu.Lock()
 	c.tms[i] = p
 	c.mu.Unlock()

@@ -1,0 +1,253 @@
+package runners
+
+import (
+	"bufio"
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"reflect"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/apache/beam/sdks/v2/go/pkg/beam"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/options/jobopts"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/register"
+
+	"github.com/spate-io/beam-s3/internal/versitygw"
+	"github.com/spate-io/beam-s3/jobserver"
+	"github.com/spate-io/beam-s3/s3io"
+)
+
+// watchMinutes is how long TestFlinkWatch runs. CI runs 3; docs/deploy.md gives the
+// command for the 10-minute drill:
+//
+//	go test ./integration/runners -run TestFlinkWatch -watch-minutes=10 -timeout 30m -v
+var watchMinutes = flag.Float64("watch-minutes", 3, "how long TestFlinkWatch watches, in minutes")
+
+func init() {
+	register.DoFn2x1[context.Context, []byte, error](&appendLineFn{})
+	beam.RegisterType(reflect.TypeOf((*appendLineFn)(nil)).Elem())
+}
+
+// appendLineFn appends each record, with the time it was written, to a file every worker on
+// this host shares (one write(2) per line, with O_APPEND: lines never interleave).
+type appendLineFn struct {
+	Path string
+	f    *os.File
+}
+
+func (fn *appendLineFn) Setup() (err error) {
+	fn.f, err = os.OpenFile(fn.Path, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+	return err
+}
+
+func (fn *appendLineFn) ProcessElement(_ context.Context, rec []byte) error {
+	_, err := fmt.Fprintf(fn.f, "%s\t%d\n", rec, time.Now().UnixMilli())
+	return err
+}
+
+func (fn *appendLineFn) Teardown() error { return fn.f.Close() }
+
+// seen reads the file appendLineFn writes: each record's write times, in file order.
+func seen(t *testing.T, path string) map[string][]int64 {
+	t.Helper()
+	f, err := os.Open(path)
+	if os.IsNotExist(err) {
+		return nil
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	out := map[string][]int64{}
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		rec, at, ok := strings.Cut(sc.Text(), "\t")
+		var ms int64
+		if _, err := fmt.Sscan(at, &ms); !ok || err != nil {
+			continue // a line being written
+		}
+		out[rec] = append(out[rec], ms)
+	}
+	return out
+}
+
+// TestFlinkWatch runs ReadContinuously on the session cluster for --watch-minutes with a 5 s
+// interval and checkpoints every 10 s, putting a new object every 7 s, and kills a
+// TaskManager half-way. Every object put must be read within interval + 3 s (but those put
+// while the job recovers), none lost; records read again after the kill must all have
+// been read after the last checkpoint that completed before it; every checkpoint must
+// complete; the surviving TaskManager's heap floor at the end must be within 1.2x of its
+// floor at a fifth of the run.
+func TestFlinkWatch(t *testing.T) {
+	run := time.Duration(*watchMinutes * float64(time.Minute))
+	const interval = 5 * time.Second
+	g := versitygw.Start(t)
+	c := startSessionCluster(t)
+	g.CreateBucket(t, "watch")
+	put := func(key string) {
+		var b strings.Builder
+		for i := range 3 {
+			fmt.Fprintf(&b, "%s line %d\n", key, i)
+		}
+		g.Put(t, "watch", key, []byte(b.String()))
+	}
+	for i := range 4 {
+		put(fmt.Sprintf("in/seed-%d.txt", i))
+	}
+	out := filepath.Join(t.TempDir(), "records.tsv")
+	p, s := beam.NewPipelineWithRoot()
+	cfg := s3io.Config{Bucket: "watch", Prefix: "in/", Endpoint: g.URL, UsePathStyle: true}
+	beam.ParDo0(s, &appendLineFn{Path: out}, s3io.ReadContinuously(s, cfg, interval, time.Time{}))
+
+	oldAsync := *jobopts.Async
+	*jobopts.Async = true
+	defer func() { *jobopts.Async = oldAsync }()
+	c.withProcessWorkers(t, func() {
+		if _, err := jobserver.Run(context.Background(), p, jobserver.Options{
+			"streaming": true, "checkpointing_interval": 10000,
+			// A refresh's objects pass four stages; at Flink's default of a second per
+			// bundle each can hold them that long.
+			"max_bundle_time_mills": 250,
+		}); err != nil {
+			t.Fatalf("submit: %v", err)
+		}
+	})
+	jid := c.waitRunning(t, 3*time.Minute)
+	defer c.cancel(t, jid)
+	// The run starts once the watch is up: its first refresh has read the seed objects.
+	up := time.Now().Add(3 * time.Minute)
+	for len(seen(t, out)) < 4*3 {
+		if time.Now().After(up) {
+			t.Fatalf("the watch read %d of the 12 seed records in 3 minutes", len(seen(t, out)))
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	start := time.Now()
+
+	// Objects put during the run, and when.
+	var mu sync.Mutex
+	putAt := map[string]time.Time{}
+	stopPuts := make(chan struct{})
+	putsDone := make(chan struct{})
+	go func() {
+		defer close(putsDone)
+		for n := 0; ; n++ {
+			select {
+			case <-stopPuts:
+				return
+			case <-time.After(7 * time.Second):
+			}
+			key := fmt.Sprintf("in/new-%03d.txt", n)
+			put(key)
+			mu.Lock()
+			putAt[key] = time.Now()
+			mu.Unlock()
+		}
+	}()
+
+	var heapEarly, heapLate int64
+	var killedAt time.Time
+	var lastCheckpointBeforeKill int64 // trigger time (ms) of the last checkpoint completed before the kill
+	for time.Since(start) < run {
+		time.Sleep(5 * time.Second)
+		if heapEarly == 0 && time.Since(start) >= run/5 {
+			heapEarly = c.heapAfterGC(t, 0)
+		}
+		if killedAt.IsZero() && time.Since(start) >= run/2 {
+			lastCheckpointBeforeKill = c.lastCompletedCheckpoint(t, jid)
+			c.KillTaskManager(1)
+			killedAt = time.Now()
+			t.Logf("killed taskmanager1 at %v; the last checkpoint completed before was triggered at %v",
+				killedAt.Sub(start).Round(time.Second), time.UnixMilli(lastCheckpointBeforeKill).Sub(start).Round(time.Second))
+			c.StartTaskManager(1)
+		}
+	}
+	heapLate = c.heapAfterGC(t, 0)
+	close(stopPuts)
+	<-putsDone
+	// Let the last objects put be read.
+	time.Sleep(interval + 5*time.Second)
+
+	got := seen(t, out)
+	mu.Lock()
+	defer mu.Unlock()
+	var late, lost []string
+	var recovering int
+	var worst time.Duration
+	for key, at := range putAt {
+		first := int64(0)
+		for i := range 3 {
+			times := got[fmt.Sprintf("%s line %d", key, i)]
+			if len(times) == 0 {
+				lost = append(lost, fmt.Sprintf("%s line %d", key, i))
+				continue
+			}
+			if first == 0 || times[0] > first {
+				first = times[0]
+			}
+		}
+		if first == 0 {
+			continue
+		}
+		lag := time.UnixMilli(first).Sub(at)
+		if !killedAt.IsZero() && at.After(killedAt.Add(-interval)) && at.Before(c.recoveredAt(t, jid, killedAt)) {
+			recovering++
+			continue
+		}
+		worst = max(worst, lag)
+		if lag > interval+3*time.Second {
+			late = append(late, fmt.Sprintf("%s after %v", key, lag.Round(time.Millisecond)))
+		}
+	}
+	sort.Strings(lost)
+	sort.Strings(late)
+	if len(lost) > 0 {
+		t.Errorf("%d records of objects put during the run were never read: %q", len(lost), lost)
+	}
+	if len(late) > 0 {
+		t.Errorf("objects read later than interval + 3 s after their put: %q", late)
+	}
+	t.Logf("%d objects put during the run; the slowest was read %v after its put (%d put while the job recovered not counted); restored from a checkpoint %v after the kill",
+		len(putAt), worst.Round(time.Millisecond), recovering, c.recoveredAt(t, jid, killedAt).Sub(killedAt).Round(100*time.Millisecond))
+
+	// Read again after the kill: only what was read after the last completed checkpoint.
+	var again, early []string
+	for rec, times := range got {
+		if len(times) < 2 {
+			continue
+		}
+		again = append(again, rec)
+		if times[0] < lastCheckpointBeforeKill {
+			early = append(early, fmt.Sprintf("%s (first read %v before the checkpoint)", rec, time.UnixMilli(lastCheckpointBeforeKill).Sub(time.UnixMilli(times[0]))))
+		}
+	}
+	if len(early) > 0 {
+		t.Errorf("records read before the last completed checkpoint were read again after the kill: %q", early)
+	}
+	t.Logf("read again after the kill: %d of %d records, all first read after the last completed checkpoint", len(again), len(got))
+
+	cp := c.checkpointStats(t, jid).Counts
+	t.Logf("checkpoints: %+v", cp)
+	// A checkpoint triggered while tasks deploy (at the start, and while the job restarts)
+	// is refused before it begins; any other failure is the watch's.
+	if notRunning := c.checkpointsRefusedWhileDeploying(); cp.Failed > notRunning {
+		t.Errorf("%d checkpoint(s) failed, %d of them refused while tasks were deploying", cp.Failed, notRunning)
+	}
+	if min := int(run/(10*time.Second)) / 2; cp.Completed < min {
+		t.Errorf("%d checkpoints completed in %v, want at least %d", cp.Completed, run, min)
+	}
+	if cp.Restored < 1 {
+		t.Errorf("the job was not restored from a checkpoint after the kill")
+	}
+
+	t.Logf("taskmanager0 heap in use after a full collection: %d MiB at %v, %d MiB at %v", heapEarly>>20, run/5, heapLate>>20, run)
+	if float64(heapLate) > 1.2*float64(heapEarly) {
+		t.Errorf("taskmanager0's heap after a collection grew from %d MiB to %d MiB (more than 1.2x)", heapEarly>>20, heapLate>>20)
+	}
+}
