@@ -118,7 +118,10 @@ func startFlinkJobServer(t *testing.T, master string) string {
 	port := freePort(t)
 	cmd := exec.Command(java, "-cp", strings.TrimSpace(string(cp)), "org.apache.beam.runners.flink.FlinkJobServerDriver",
 		fmt.Sprintf("--job-port=%d", port), fmt.Sprintf("--artifact-port=%d", freePort(t)), fmt.Sprintf("--expansion-port=%d", freePort(t)),
-		"--flink-master="+master)
+		"--flink-master="+master,
+		// Each job stages its worker binary here; by default the job server keeps every
+		// job's under /tmp/beam-artifact-staging for good (docs/deploy.md).
+		"--artifacts-dir="+t.TempDir(), "--clean-artifacts-per-job")
 	startProcess(t, "Flink job server", cmd, port, 90*time.Second)
 	return fmt.Sprintf("localhost:%d", port)
 }
