@@ -58,4 +58,11 @@
 // line of its reads' progress every Config.ProgressInterval, with the plan's totals, which
 // the planner writes into every descriptor. The design notes and
 // measurements are in the repository's docs/design.md and docs/performance.md.
+//
+// # Runners
+//
+// The same pipelines run on prism, Flink and Dataflow. On a Flink cluster the Go workers are
+// processes each TaskManager starts (cmd/s3io-boot), and a watch needs Flink's streaming
+// and checkpointing options, which the Go SDK's runner cannot send: submit it with package
+// jobserver. docs/deploy.md has the cluster's settings and failure drills.
 package s3io
