@@ -142,6 +142,11 @@ func (c *sessionCluster) heapAfterGC(t *testing.T, i int) int64 {
 	return kb << 10
 }
 
+// heapsAfterGC is heapAfterGC of each TaskManager.
+func (c *sessionCluster) heapsAfterGC(t *testing.T) []int64 {
+	return []int64{c.heapAfterGC(t, 0), c.heapAfterGC(t, 1)}
+}
+
 // checkpointsRefusedWhileDeploying counts the checkpoints the JobManager refused to
 // trigger because some task was not running yet.
 func (c *sessionCluster) checkpointsRefusedWhileDeploying() int {

@@ -83,8 +83,8 @@ func seen(t *testing.T, path string) map[string][]int64 {
 // reported against the target of interval + 3 s (the test fails only one that waited
 // several refreshes); records read again after the kill must all have
 // been read after the last checkpoint that completed before it; every checkpoint must
-// complete; the surviving TaskManager's heap floor at the end must be within 1.2x of its
-// floor at a fifth of the run.
+// complete; the TaskManagers' heap after a full collection at the end must be within 1.2x
+// of theirs at a fifth of the run.
 func TestFlinkWatch(t *testing.T) {
 	run := time.Duration(*watchMinutes * float64(time.Minute))
 	const interval = 5 * time.Second
@@ -152,13 +152,13 @@ func TestFlinkWatch(t *testing.T) {
 		}
 	}()
 
-	var heapEarly, heapLate int64
+	var heapEarly, heapLate []int64
 	var killedAt time.Time
 	var lastCheckpointBeforeKill int64 // trigger time (ms) of the last checkpoint completed before the kill
 	for time.Since(start) < run {
 		time.Sleep(5 * time.Second)
-		if heapEarly == 0 && time.Since(start) >= run/5 {
-			heapEarly = c.heapAfterGC(t, 0)
+		if heapEarly == nil && time.Since(start) >= run/5 {
+			heapEarly = c.heapsAfterGC(t)
 		}
 		if killedAt.IsZero() && time.Since(start) >= run/2 {
 			lastCheckpointBeforeKill = c.lastCompletedCheckpoint(t, jid)
@@ -169,7 +169,7 @@ func TestFlinkWatch(t *testing.T) {
 			c.StartTaskManager(1)
 		}
 	}
-	heapLate = c.heapAfterGC(t, 0)
+	heapLate = c.heapsAfterGC(t)
 	close(stopPuts)
 	<-putsDone
 	// Let the last objects put be read.
@@ -250,8 +250,13 @@ func TestFlinkWatch(t *testing.T) {
 		t.Errorf("the job was not restored from a checkpoint after the kill")
 	}
 
-	t.Logf("taskmanager0 heap in use after a full collection: %d MiB at %v, %d MiB at %v", heapEarly>>20, run/5, heapLate>>20, run)
-	if float64(heapLate) > 1.2*float64(heapEarly) {
-		t.Errorf("taskmanager0's heap after a collection grew from %d MiB to %d MiB (more than 1.2x)", heapEarly>>20, heapLate>>20)
+	// The cluster's heap, both TaskManagers': after the kill the survivor runs the dead one's
+	// tasks (its own heap grew 51 -> 64 MiB in a 3-minute run under load), and the one
+	// started again may get none.
+	sum := func(h []int64) int64 { return h[0] + h[1] }
+	t.Logf("TaskManagers' heap in use after a full collection: %d + %d MiB at %v, %d + %d MiB at %v",
+		heapEarly[0]>>20, heapEarly[1]>>20, run/5, heapLate[0]>>20, heapLate[1]>>20, run)
+	if float64(sum(heapLate)) > 1.2*float64(sum(heapEarly)) {
+		t.Errorf("the TaskManagers' heap after a collection grew from %d MiB to %d MiB (more than 1.2x)", sum(heapEarly)>>20, sum(heapLate)>>20)
 	}
 }
