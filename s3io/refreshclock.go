@@ -3,6 +3,7 @@ package s3io
 import (
 	"context"
 	"reflect"
+	"sync"
 	"time"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
@@ -15,7 +16,7 @@ import (
 )
 
 func init() {
-	register.DoFn5x2[context.Context, *sdf.ManualWatermarkEstimator, *sdf.LockRTracker, []byte, func(beam.EventTime, int, int64), sdf.ProcessContinuation, error](&clockKeeperFn{})
+	register.DoFn5x2[context.Context, *keeperEstimator, *sdf.LockRTracker, []byte, func(beam.EventTime, int, int64), sdf.ProcessContinuation, error](&clockKeeperFn{})
 	register.DoFn6x0[context.Context, beam.EventTime, timers.Provider, int, int64, func(beam.EventTime, int64)](&refreshClockFn{})
 	register.Emitter3[beam.EventTime, int, int64]()
 	register.Emitter2[beam.EventTime, int64]()
@@ -81,11 +82,34 @@ func (fn *clockKeeperFn) TruncateRestriction(_ *sdf.LockRTracker, _ []byte) offs
 	return offsetrange.Restriction{}
 }
 
-func (fn *clockKeeperFn) CreateWatermarkEstimator() *sdf.ManualWatermarkEstimator {
-	return &sdf.ManualWatermarkEstimator{}
+func (fn *clockKeeperFn) CreateWatermarkEstimator() *keeperEstimator {
+	return &keeperEstimator{}
 }
 
-func (fn *clockKeeperFn) ProcessElement(ctx context.Context, we *sdf.ManualWatermarkEstimator, rt *sdf.LockRTracker, _ []byte, seed func(beam.EventTime, int, int64)) (sdf.ProcessContinuation, error) {
+// keeperEstimator is the keeper's watermark, set by its ProcessElement. Beam's
+// ManualWatermarkEstimator has no lock, and a runner's split request reads the watermark
+// from another goroutine while the keeper naps (prism asks, seeing a bundle that emits
+// nothing): the race detector reported it.
+type keeperEstimator struct {
+	mu sync.Mutex
+	wm time.Time
+}
+
+// CurrentWatermark is the watermark the keeper last set (the zero time: none yet).
+func (e *keeperEstimator) CurrentWatermark() time.Time {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.wm
+}
+
+// UpdateWatermark sets the keeper's watermark.
+func (e *keeperEstimator) UpdateWatermark(t time.Time) {
+	e.mu.Lock()
+	e.wm = t
+	e.mu.Unlock()
+}
+
+func (fn *clockKeeperFn) ProcessElement(ctx context.Context, we *keeperEstimator, rt *sdf.LockRTracker, _ []byte, seed func(beam.EventTime, int, int64)) (sdf.ProcessContinuation, error) {
 	if rt.GetRestriction().(offsetrange.Restriction).Start == 0 {
 		if !rt.TryClaim(int64(0)) {
 			return sdf.StopProcessing(), rt.GetError()
