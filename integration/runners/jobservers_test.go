@@ -7,20 +7,17 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/spate-io/beam-s3/internal/flinkcluster"
 	"github.com/spate-io/beam-s3/internal/versitygw"
 )
 
 // repoCache is the repository's .cache directory, where .ci/run builds the prism job server
 // and resolves the Flink job server's classpath.
-func repoCache() string {
-	_, file, _, _ := runtime.Caller(0)
-	return filepath.Join(filepath.Dir(file), "..", "..", ".cache")
-}
+func repoCache() string { return filepath.Join(flinkcluster.RepoRoot(), ".cache") }
 
 // unavailable skips a runner that is not installed, except under CI, where .ci/run must
 // have installed it and a skipped runner would hide a broken setup.
