@@ -35,6 +35,9 @@ type sessionCluster struct {
 	*flinkcluster.Cluster
 	endpoint string // the job server
 	boot     string // the s3io-boot binary
+	// uncaughtSeen holds the uncaught-exception lines of the TaskManagers' logs already
+	// shown.
+	uncaughtSeen map[string]bool
 }
 
 func startSessionCluster(t *testing.T) *sessionCluster {
@@ -233,9 +236,36 @@ func (c *sessionCluster) leftovers() []string {
 	return left
 }
 
-// waitClean waits (bounded) until the Go workers of finished jobs are gone.
+// requireWhole fails the test if a process of the cluster ended though no test stopped
+// it: a job's failure, or its end, must never take a TaskManager with it (every other
+// job's tasks on it would fail too), and a drill on a cluster already short of one proves
+// nothing.
+func (c *sessionCluster) requireWhole(t *testing.T) {
+	t.Helper()
+	if lost := c.Lost(); len(lost) > 0 {
+		t.Fatalf("the cluster lost a process:\n%s", strings.Join(lost, "\n"))
+	}
+	// Exceptions no thread handled are logged, not fatal (deploy/flink/flink-conf.yaml);
+	// they are shown, to say which threads of Beam's runner throw them and when.
+	for i := 0; i < 2; i++ {
+		lines := strings.Split(c.TaskManagerLog(i), "\n")
+		for j, l := range lines {
+			if strings.Contains(l, "produced an uncaught exception") && !c.uncaughtSeen[l] {
+				if c.uncaughtSeen == nil {
+					c.uncaughtSeen = map[string]bool{}
+				}
+				c.uncaughtSeen[l] = true
+				t.Logf("taskmanager%d logged an uncaught exception:\n%s", i, strings.Join(lines[j:min(j+4, len(lines))], "\n"))
+			}
+		}
+	}
+}
+
+// waitClean waits (bounded) until the Go workers of finished jobs are gone, and requires
+// the cluster whole.
 func (c *sessionCluster) waitClean(t *testing.T) {
 	t.Helper()
+	defer c.requireWhole(t)
 	deadline := time.Now().Add(time.Minute)
 	for {
 		left := c.leftovers()
@@ -445,6 +475,7 @@ func TestFlinkSessionCluster(t *testing.T) {
 			return faultproxy.Fault{StallAfter: 1, Stall: 400 * time.Millisecond}
 		}
 		defer func() { proxy.Before, proxy.Decide = nil, nil }()
+		c.requireWhole(t)
 		out, p := read(t)
 		started := time.Now()
 		pr, err := c.submit(t, p, 6*time.Minute)

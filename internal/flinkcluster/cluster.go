@@ -17,9 +17,12 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -64,6 +67,9 @@ type process struct {
 	out    string // the JVM's stdout and stderr, with what its Go workers print there
 	tmpDir string // TaskManagers: TMPDIR, where their Go workers' directories go
 	exited chan struct{}
+	// ended is set before the test kills or stops the process: an exit without it is a
+	// crash, which Lost reports.
+	ended atomic.Bool
 }
 
 // RepoRoot is the repository's root directory.
@@ -117,6 +123,15 @@ func Start(t testing.TB, opts Options) *Cluster {
 	}
 	jmJVM, jmDynamic := c.resourceParams("GET_JM_RESOURCE_PARAMS")
 	c.tmJVM, c.tmDynamic = c.resourceParams("GET_TM_RESOURCE_PARAMS")
+	// The JVM options the configuration adds, after the memory options, as Flink's
+	// scripts add them (config.sh, jobmanager.sh, taskmanager.sh).
+	settings, err := readConf(c.confDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	all := strings.Fields(settings["env.java.opts.all"])
+	jmJVM = slices.Concat(jmJVM, all, strings.Fields(settings["env.java.opts.jobmanager"]))
+	c.tmJVM = slices.Concat(c.tmJVM, all, strings.Fields(settings["env.java.opts.taskmanager"]))
 	t.Cleanup(c.stop)
 
 	c.jm = c.launch("jobmanager", jmJVM, "org.apache.flink.runtime.entrypoint.StandaloneSessionClusterEntrypoint", jmDynamic, "")
@@ -152,6 +167,7 @@ func (c *Cluster) KillTaskManager(i int) {
 	c.mu.Lock()
 	p := c.tms[i]
 	c.mu.Unlock()
+	p.ended.Store(true)
 	p.cmd.Process.Kill()
 	<-p.exited
 }
@@ -162,6 +178,7 @@ func (c *Cluster) StopTaskManager(i int) {
 	c.mu.Lock()
 	p := c.tms[i]
 	c.mu.Unlock()
+	p.ended.Store(true)
 	p.cmd.Process.Signal(syscall.SIGTERM)
 	select {
 	case <-p.exited:
@@ -286,11 +303,16 @@ func (c *Cluster) stop() {
 	c.mu.Lock()
 	all := append([]*process{c.jm}, c.tms...)
 	c.mu.Unlock()
+	lost := c.Lost()
 	for _, p := range all {
 		if p != nil {
+			p.ended.Store(true)
 			p.cmd.Process.Kill()
 			<-p.exited
 		}
+	}
+	if len(lost) > 0 && !c.t.Failed() {
+		c.t.Errorf("the cluster lost processes the test did not stop:\n%s", strings.Join(lost, "\n"))
 	}
 	if c.t.Failed() {
 		c.t.Logf("Flink cluster logs:\n%s", c.logs(6000))
@@ -299,6 +321,52 @@ func (c *Cluster) stop() {
 			exec.Command("cp", "-r", filepath.Join(c.Dir, "log"), keep).Run()
 		}
 	}
+}
+
+// Lost describes each process of the cluster that exited though the test neither killed
+// nor stopped it: its name, exit status and the lines of its log that say why (Flink's
+// fatal-error and uncaught-exception lines with the exception under each), which a log's
+// tail can miss when a thread dump follows them.
+func (c *Cluster) Lost() []string {
+	c.mu.Lock()
+	all := append([]*process{c.jm}, c.tms...)
+	c.mu.Unlock()
+	var lost []string
+	for _, p := range all {
+		if p == nil || p.ended.Load() {
+			continue
+		}
+		select {
+		case <-p.exited:
+		default:
+			continue
+		}
+		lost = append(lost, fmt.Sprintf("%s exited (%v) unasked; its log says why:\n%s", p.name, p.cmd.ProcessState, p.why()))
+	}
+	return lost
+}
+
+// fatal matches the lines with which Flink explains a process's end.
+var fatal = regexp.MustCompile(`FATAL|Fatal error|[Uu]ncaught exception|Stopping the process|did not exit gracefully|OutOfMemoryError|Terminating the JVM|Shutting TaskManager down|exit code`)
+
+// why is each line of p's log that matches fatal, with the 8 lines after it.
+func (p *process) why() string {
+	lines := strings.Split(p.text(), "\n")
+	var b strings.Builder
+	for i := 0; i < len(lines); i++ {
+		if !fatal.MatchString(lines[i]) {
+			continue
+		}
+		end := min(i+9, len(lines))
+		for _, l := range lines[i:end] {
+			fmt.Fprintf(&b, "    %s\n", l)
+		}
+		i = end - 1
+	}
+	if b.Len() == 0 {
+		return "    (no line of its log explains it)\n"
+	}
+	return b.String()
 }
 
 // logs is the tail of every process's log, for a failed test.
@@ -315,9 +383,30 @@ func (c *Cluster) logs(n int) string {
 		if len(s) > n {
 			s = "…" + s[len(s)-n:]
 		}
-		fmt.Fprintf(&b, "== %s\n%s\n", p.name, s)
+		fmt.Fprintf(&b, "== %s\n", p.name)
+		if why := p.why(); !strings.HasPrefix(why, "    (no line") {
+			fmt.Fprintf(&b, "(its fatal lines)\n%s(its tail)\n", why)
+		}
+		fmt.Fprintf(&b, "%s\n", s)
 	}
 	return b.String()
+}
+
+// readConf reads the settings of the flink-conf.yaml in dir (one "key: value" a line, as
+// Flink's scripts read it).
+func readConf(dir string) (map[string]string, error) {
+	data, err := os.ReadFile(filepath.Join(dir, "flink-conf.yaml"))
+	if err != nil {
+		return nil, err
+	}
+	conf := map[string]string{}
+	for _, line := range strings.Split(string(data), "\n") {
+		key, value, ok := strings.Cut(line, ":")
+		if ok && !strings.HasPrefix(strings.TrimSpace(line), "#") {
+			conf[strings.TrimSpace(key)] = strings.TrimSpace(value)
+		}
+	}
+	return conf, nil
 }
 
 // writeConf writes flink-conf.yaml (deploy/flink/flink-conf.yaml with conf over it) and a
