@@ -500,23 +500,24 @@ func (of *ObjectFetch) abandon(p *part) {
 	of.mu.Unlock()
 }
 
-// account adds what r transferred to the fetcher's counts, and its body bytes to the
-// process's.
+// account adds what r transferred to the fetcher's counts.
 func (f *Fetcher) account(r *PinnedReader) {
 	f.gotten.Add(int64(r.gets))
 	f.resumes.Add(int64(r.resumes))
 	f.received.Add(r.received)
 	f.rangeIgnored.Add(int64(r.rangeIgnored))
-	processReceived.Add(r.received)
 }
 
-// processReceived counts the body bytes every Fetcher of the process received. A worker's
-// progress line reads it: parts outlive the instance whose fetcher requested them (they are
-// handed over), and the instances come and go, so only a count kept by the process adds up.
+// processReceived counts the body bytes every pinned read of the process received, as each
+// read of a body returns them. A worker's progress line reads it: parts outlive the
+// instance whose fetcher requested them (they are handed over), and the instances come and
+// go, so only a count kept by the process adds up; and a part takes seconds on a slow
+// connection, so a count taken when its request ends would show a line of nothing fetched
+// while it streams.
 var processReceived atomic.Int64
 
-// ProcessReceived returns the body bytes every Fetcher of the process has received since
-// it started, counted as each part's request ends.
+// ProcessReceived returns the body bytes every pinned read of the process has received
+// since it started.
 func ProcessReceived() int64 { return processReceived.Load() }
 
 // Stats returns what the fetcher's requests transferred so far.

@@ -227,6 +227,7 @@ func (r *PinnedReader) readBody(p []byte) (int, error) {
 	}
 	n, err := r.body.Read(buf)
 	r.received += int64(n)
+	processReceived.Add(int64(n))
 	if skipping {
 		r.skip -= int64(n)
 		n = 0

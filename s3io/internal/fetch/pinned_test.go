@@ -95,3 +95,19 @@ func TestReadPrefix(t *testing.T) {
 		t.Errorf("ReadPrefix after an overwrite: %v, want the SDK's PreconditionFailed", err)
 	}
 }
+
+// The process's count of received bytes, which progress lines read, grows as a body
+// arrives, not when its request ends: a part that streams for seconds must not read as
+// nothing fetched.
+func TestProcessReceivedCountsWhileABodyStreams(t *testing.T) {
+	fx := newFixture(t, 1<<20, 1<<20, 1, []int{100_000})
+	r := fx.gets.Open(context.Background(), fx.objects[0], 0, 100_000)
+	defer r.Close()
+	before := ProcessReceived()
+	if _, err := io.ReadFull(r, make([]byte, 5000)); err != nil {
+		t.Fatal(err)
+	}
+	if got := ProcessReceived() - before; got < 5000 || got > 100_000 {
+		t.Errorf("after 5000 bytes of an open read, the process counts %d bytes received; want at least those 5000 (and at most the body)", got)
+	}
+}
