@@ -13,8 +13,11 @@ import (
 //
 // The rule, in units of the target size T (a member weighs max(size/T, 2/maxMembers), so
 // that many tiny objects also reach a cut):
-//   - A member of T bytes or more, and every member cut from a large object, is a
-//     descriptor of its own (a compressed object's are packed in runs: addRun).
+//   - Every member cut from a large object is a descriptor of its own (a compressed
+//     object's are packed in runs: addRun).
+//   - A whole member of T bytes or more weighs at least 1, so it is always an anchor and
+//     always cuts: it ends the descriptor it joins, after the smaller members since the
+//     last cut.
 //   - Any other member is an anchor when the hash of its key, as a fraction of 2^64, is below
 //     e times its weight: anchors fall on average every T/e of weight.
 //   - The packer cuts after an anchor when the weight since the anchor before it (or since a
@@ -40,7 +43,7 @@ type packer struct {
 
 	cur      []Member
 	curBytes int64
-	// gap is the weight since the last anchor or own-descriptor member, whatever the cuts.
+	// gap is the weight since the last anchor or cut-out member, whatever the cuts.
 	gap float64
 }
 

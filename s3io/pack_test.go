@@ -266,3 +266,32 @@ func packMembers(bucket string, objects []Member, target int64, maxMembers int) 
 	_ = p.flush()
 	return out
 }
+
+// A whole object of the target size or more is always an anchor that cuts: it ends the
+// descriptor it joins, whatever smaller objects came before it in that descriptor.
+func TestLargeObjectEndsItsDescriptor(t *testing.T) {
+	r := rand.New(rand.NewPCG(7, 7))
+	joined := 0
+	for round := 0; round < 200; round++ {
+		sizes := make([]int64, 40)
+		for i := range sizes {
+			sizes[i] = 1 + r.Int64N(30)
+			if r.IntN(6) == 0 {
+				sizes[i] = 100 + r.Int64N(300)
+			}
+		}
+		for i, d := range packMembers("b", sizedListing(sizes...), 100, 10) {
+			for j, m := range d.Members {
+				if m.Size >= 100 && j != len(d.Members)-1 {
+					t.Fatalf("round %d: descriptor %d holds a %d-byte object (target 100) at %d of %d members: it must end its descriptor", round, i, m.Size, j, len(d.Members))
+				}
+				if m.Size >= 100 && j > 0 {
+					joined++
+				}
+			}
+		}
+	}
+	if joined == 0 {
+		t.Fatalf("no large object joined a descriptor after smaller ones: the test shows nothing")
+	}
+}
