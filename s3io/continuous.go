@@ -51,6 +51,11 @@ func init() {
 // retries a failing streaming bundle forever. A version whose read failed is not tried
 // again unless it changes.
 //
+// With an end, the watch stops refreshing once the end has passed and its last refresh is
+// read, and the output ends. Whether the job then finishes is the runner's: prism's does;
+// on Flink with checkpointing, Beam's runner keeps its Impulse sources, and so the job,
+// running until it is stopped (docs/deploy.md).
+//
 // Objects are read whole, one descriptor each (they are not cut), and
 // Config.StartAfter applies to every refresh. It panics if cfg does not validate or
 // interval is under a second.

@@ -114,6 +114,21 @@ func (c *sessionCluster) waitRunning(t *testing.T, within time.Duration) string 
 	}
 }
 
+// stopWithDrain stops job jid as "flink stop --drain" does: its sources end, the watermark
+// goes to the end of time, and a final savepoint is taken (under the cluster's directory).
+func (c *sessionCluster) stopWithDrain(t *testing.T, jid string) {
+	t.Helper()
+	body := fmt.Sprintf(`{"drain": true, "targetDirectory": "file://%s"}`, filepath.Join(c.Dir, "savepoints"))
+	resp, err := http.Post(fmt.Sprintf("http://127.0.0.1:%d/jobs/%s/stop", c.RESTPort, jid), "application/json", strings.NewReader(body))
+	if err != nil {
+		t.Fatalf("stop job %s: %v", jid, err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusAccepted && resp.StatusCode != http.StatusOK {
+		t.Fatalf("stop job %s: %s", jid, resp.Status)
+	}
+}
+
 // cancel cancels job jid.
 func (c *sessionCluster) cancel(t *testing.T, jid string) {
 	req, _ := http.NewRequest(http.MethodPatch, fmt.Sprintf("http://127.0.0.1:%d/jobs/%s?mode=cancel", c.RESTPort, jid), nil)

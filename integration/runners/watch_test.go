@@ -18,6 +18,7 @@ import (
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/options/jobopts"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/register"
 
+	"github.com/spate-io/beam-s3/internal/netshape"
 	"github.com/spate-io/beam-s3/internal/versitygw"
 	"github.com/spate-io/beam-s3/jobserver"
 	"github.com/spate-io/beam-s3/s3io"
@@ -259,4 +260,101 @@ func TestFlinkWatch(t *testing.T) {
 	if float64(sum(heapLate)) > 1.2*float64(sum(heapEarly)) {
 		t.Errorf("the TaskManagers' heap after a collection grew from %d MiB to %d MiB (more than 1.2x)", sum(heapEarly)>>20, sum(heapLate)>>20)
 	}
+}
+
+// TestFlinkWatchEnds runs ReadContinuously with an end time on the session cluster, in
+// streaming mode with checkpoints. At its end the watch must stop (no request to S3 after
+// its last refresh), having read every object, the one put while it watched included,
+// exactly once, and checkpointed while it watched. The job then stays RUNNING: with
+// checkpointing on, Beam's Flink runner keeps its Impulse sources running (its option
+// shutdown_sources_after_idle_ms ends them, and the job, but then 7 of 8 checkpoints
+// failed here), so the test stops it as an operator would, with a drain and a savepoint,
+// and the job must finish.
+func TestFlinkWatchEnds(t *testing.T) {
+	const interval = 5 * time.Second
+	g := versitygw.Start(t)
+	c := startSessionCluster(t)
+	g.CreateBucket(t, "watchend")
+	put := func(key string) {
+		g.Put(t, "watchend", key, []byte(fmt.Sprintf("%s line 0\n%s line 1\n", key, key)))
+	}
+	for i := range 3 {
+		put(fmt.Sprintf("in/seed-%d.txt", i))
+	}
+	out := filepath.Join(t.TempDir(), "records.tsv")
+	p, s := beam.NewPipelineWithRoot()
+	counted, err := netshape.New(g.URL, netshape.Shape{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { counted.Close() })
+	cfg := s3io.Config{Bucket: "watchend", Prefix: "in/", Endpoint: counted.URL, UsePathStyle: true}
+	// Time for the job to deploy (20-60 s here), then a minute of watching.
+	end := time.Now().Add(2 * time.Minute)
+	beam.ParDo0(s, &appendLineFn{Path: out}, s3io.ReadContinuously(s, cfg, interval, end))
+
+	oldAsync := *jobopts.Async
+	*jobopts.Async = true
+	defer func() { *jobopts.Async = oldAsync }()
+	c.withProcessWorkers(t, func() {
+		if _, err := jobserver.Run(context.Background(), p, jobserver.Options{
+			"streaming": true, "checkpointing_interval": 10000, "max_bundle_time_mills": 250,
+		}); err != nil {
+			t.Fatalf("submit: %v", err)
+		}
+	})
+	jid := c.waitRunning(t, 3*time.Minute)
+	watchFrom := time.Now()
+	deadline := end.Add(-2 * interval)
+	for len(seen(t, out)) < 3*2 && time.Now().Before(deadline) {
+		time.Sleep(200 * time.Millisecond)
+	}
+	want := 3
+	if time.Now().Before(deadline) {
+		put("in/during.txt")
+		want++
+	} else {
+		t.Logf("the watch read its seed objects only %v before its end: no object put while it watched", time.Until(end).Round(time.Second))
+	}
+	// After its end and a refresh's time, the watch sends nothing more.
+	time.Sleep(time.Until(end.Add(2 * interval)))
+	after := counted.Requests()
+	time.Sleep(3 * interval)
+	if n := counted.Requests() - after; n > 0 {
+		t.Errorf("the watch sent %d requests to S3 between %v and %v after its end", n, 2*interval, 5*interval)
+	}
+	cp := c.checkpointStats(t, jid).Counts
+	t.Logf("%d requests to S3 (%d object GETs) while it watched; checkpoints %+v", after, counted.Gets(), cp)
+	if watched := end.Sub(watchFrom); cp.Completed < int(watched/(10*time.Second))/2 {
+		t.Errorf("%d checkpoints completed in the %v the watch ran, want at least %d", cp.Completed, watched.Round(time.Second), int(watched/(10*time.Second))/2)
+	}
+	stopped := time.Now()
+	c.stopWithDrain(t, jid)
+	for state := ""; state != "FINISHED"; {
+		var job struct {
+			State string `json:"state"`
+		}
+		if err := c.GetJSON("/jobs/"+jid, &job); err == nil {
+			state = job.State
+		}
+		switch {
+		case state == "FAILED" || state == "CANCELED":
+			t.Fatalf("the watch stopped with a drain ended %s, want FINISHED; exceptions: %q", state, c.failures(t))
+		case time.Since(stopped) > 2*time.Minute:
+			c.cancel(t, jid)
+			t.Fatalf("the watch was still %s 2 minutes after its stop with a drain", state)
+		}
+		time.Sleep(time.Second)
+	}
+	t.Logf("stopped with a drain and a savepoint, the job finished in %v", time.Since(stopped).Round(100*time.Millisecond))
+	got := seen(t, out)
+	if len(got) != want*2 {
+		t.Errorf("read %d distinct records, want %d: %v", len(got), want*2, got)
+	}
+	for rec, times := range got {
+		if len(times) != 1 {
+			t.Errorf("%q read %d times, want once", rec, len(times))
+		}
+	}
+	c.waitClean(t)
 }
