@@ -58,7 +58,7 @@ var (
 )
 
 // sinkRecords and sinkBytes are what the sinks counted, in this process. They, not the
-// counters, are the benchmark's counts: prism v2.75 can drop a whole bundle's contribution
+// counters, are the benchmark's counts: prism v2.78 can drop a whole bundle's contribution
 // to a counter whose first values reach it in two bundles' final reports at once (its
 // metrics store parks them in a map keyed by the counter's short ID, so the second
 // overwrites the first), which is exactly how a FinishBundle-only counter first arrives

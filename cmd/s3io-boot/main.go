@@ -118,7 +118,10 @@ func boot(ctx context.Context) (int, error) {
 	}
 	defer wd.remove()
 
-	wctx = artifact.WithArtifactValidation(wctx, !artifact.HasExperiment(info.GetPipelineOptions(), "disable_staged_file_integrity_checks"))
+	// The Go SDK nests its options under beam:option:go_options:v1; Beam's own boot reads the
+	// experiment the same way.
+	po := tools.ParseOptionsFromProto(info.GetPipelineOptions(), "go_options")
+	wctx = artifact.WithArtifactValidation(wctx, !po.HasExperiment("disable_staged_file_integrity_checks"))
 	staged, err := artifact.Materialize(wctx, *artifactEndpoint, info.GetDependencies(), info.GetRetrievalToken(), wd.staged())
 	if err != nil {
 		return 1, fmt.Errorf("staged artifacts from %s: %w", *artifactEndpoint, err)
