@@ -2,7 +2,7 @@
 // with S3's per-request latency, at several list parallelisms:
 //
 //	go run ./cmd/s3io-planbench [--keys 1000000] [--latency 30ms] [--layout flat|foldered|both]
-//	                            [--parallelism 1,16] [--rounds 1] [--cpuprofile DIR]
+//	                            [--list-parallelism 1,16] [--rounds 1] [--cpuprofile DIR]
 //
 // The prefix is synthesized by internal/fakelist, an in-process ListObjectsV2 server that
 // computes keys from their index, so a million keys cost no storage. The server runs in
@@ -68,7 +68,7 @@ func main() {
 func child(args []string) int {
 	fs := flag.NewFlagSet("s3io-planbench child", flag.ExitOnError)
 	endpoint := fs.String("endpoint", "", "server URL")
-	parallelism := fs.Int("parallelism", 0, "Config.ListParallelism")
+	parallelism := fs.Int("list-parallelism", 0, "Config.ListParallelism")
 	profile := fs.String("cpuprofile", "", "write a CPU profile of planning here")
 	fs.Parse(args)
 
@@ -125,7 +125,7 @@ func parent() int {
 	keys := flag.Int("keys", 1_000_000, "keys under the prefix")
 	latency := flag.Duration("latency", 30*time.Millisecond, "server latency per request (S3: about 30 ms per LIST page)")
 	layout := flag.String("layout", "both", "flat (one folder), foldered (folders of 1,000 keys), or both")
-	parList := flag.String("parallelism", "1,16", "comma-separated Config.ListParallelism values")
+	parList := flag.String("list-parallelism", "1,16", "comma-separated Config.ListParallelism values (named apart from Beam's --parallelism, which the Beam SDK registers too)")
 	rounds := flag.Int("rounds", 1, "runs per layout and parallelism; the table shows the median by wall time")
 	profDir := flag.String("cpuprofile", "", "write each run's CPU profile into this directory")
 	flag.Parse()
@@ -134,7 +134,7 @@ func parent() int {
 	for _, f := range strings.Split(*parList, ",") {
 		p, err := strconv.Atoi(strings.TrimSpace(f))
 		if err != nil || p < 1 {
-			fmt.Fprintf(os.Stderr, "s3io-planbench: --parallelism: %q is not a positive integer\n", f)
+			fmt.Fprintf(os.Stderr, "s3io-planbench: --list-parallelism: %q is not a positive integer\n", f)
 			return 2
 		}
 		pars = append(pars, p)
@@ -233,7 +233,7 @@ func parent() int {
 
 // plan runs one planner child against srv and collects what it and the server report.
 func plan(exe string, srv *fakelist.Server, parallelism int, profile string) (run, error) {
-	args := []string{childArg, "-endpoint", srv.URL, "-parallelism", strconv.Itoa(parallelism)}
+	args := []string{childArg, "-endpoint", srv.URL, "-list-parallelism", strconv.Itoa(parallelism)}
 	if profile != "" {
 		args = append(args, "-cpuprofile", profile)
 	}
