@@ -137,6 +137,10 @@ type Config struct {
 	// a Failure with reason "archived", without a request, so Read fails after reading
 	// everything else, naming them.
 	SkipArchived bool
+	// Versions, on a versioned bucket, plans one version of each key, its latest or the one
+	// current at a time, and pins every read to it (see Versions). The zero value plans the
+	// current objects, pinned to their ETags.
+	Versions Versions
 
 	// Where it is, and how to ask.
 
@@ -397,6 +401,9 @@ func (c Config) validatePlanning() error {
 		return fmt.Errorf("s3io: Config.ListParallelism is %d; it must be between 1 and 256 (0 means the default, %d)", c.ListParallelism, defaultListParallelism)
 	}
 	if _, err := c.glob(); err != nil {
+		return err
+	}
+	if err := c.Versions.validate(time.Now()); err != nil {
 		return err
 	}
 	if !c.ModifiedAfter.IsZero() && !c.ModifiedBefore.IsZero() && !c.ModifiedAfter.Before(c.ModifiedBefore) {

@@ -72,6 +72,9 @@ func ReadContinuously(s beam.Scope, cfg Config, interval time.Duration, end time
 func ReadContinuouslyWithFailures(s beam.Scope, cfg Config, interval time.Duration, end time.Time) (records, failures beam.PCollection) {
 	s = s.Scope("s3io.ReadContinuouslyWithFailures")
 	cfg = prepare(cfg)
+	if cfg.Versions.enabled() {
+		panic("s3io: ReadContinuously does not take Config.Versions: each refresh reads the objects it lists; plan versions with Read or Plan")
+	}
 	if interval < time.Second {
 		panic(fmt.Sprintf("s3io: ReadContinuously needs an interval of a second or more, not %v: each refresh lists the whole prefix", interval))
 	}

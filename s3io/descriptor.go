@@ -20,6 +20,9 @@ type Member struct {
 	// ETag is the object's entity tag as listed, quotes included; every read of the object
 	// is pinned to it with If-Match.
 	ETag string
+	// VersionID is the object version the plan read the key at (Config.Versions): every
+	// read of it asks for that version. Empty for a plan of current objects.
+	VersionID string
 	// Start and End delimit a segment (Config.SplitTargetBytes says which objects have
 	// them): the member owns the records that start at a byte offset in [Start, End). Both
 	// zero means the whole object.
@@ -63,7 +66,7 @@ func (m Member) weight() int64 {
 // SplitDescriptor is one unit of planned work: a batch of objects (or one segment of a
 // large one), self-contained so that readers never list. It is the element type of the PCollection Plan returns.
 type SplitDescriptor struct {
-	// ID digests PackingVersion, Bucket and every member's key, ETag and byte range: equal
+	// ID digests PackingVersion, Bucket and every member's key, ETag, version ID and byte range: equal
 	// descriptors have equal IDs across replans, and a changed object (new ETag) changes the
 	// ID of the split it falls in.
 	ID      string
@@ -83,7 +86,8 @@ type SplitDescriptor struct {
 
 // ref names member m of d.
 func (d SplitDescriptor) ref(m int) ObjectRef {
-	return ObjectRef{SplitID: d.ID, Bucket: d.Bucket, Key: d.Members[m].Key, ETag: d.Members[m].ETag, Member: m}
+	mb := &d.Members[m]
+	return ObjectRef{SplitID: d.ID, Bucket: d.Bucket, Key: mb.Key, ETag: mb.ETag, VersionID: mb.VersionID, Member: m}
 }
 
 // Size returns the stored bytes d's members own (a segment counts its own range).
@@ -96,22 +100,29 @@ func (d SplitDescriptor) Size() int64 {
 }
 
 // splitID returns the deterministic ID of a split of bucket holding members: the hex SHA-256
-// (first 16 bytes) of PackingVersion, the bucket and every member's key, ETag, byte range and
-// codec, in order. Lengths are digested before each string so that no two member lists share
-// an ID by concatenation.
+// (first 16 bytes) of PackingVersion, the bucket and every member's key, ETag, version ID,
+// byte range and codec, in order. Lengths are digested before each string so that no two
+// member lists share an ID by concatenation. A version ID is digested with the ETag, after a
+// NUL no ETag holds, so that a plan of current objects keeps the IDs it had before versions
+// could be planned, and no versioned member digests like an unversioned one.
 func splitID(bucket string, members []Member) string {
 	// One buffer hashed at once: writing each field to a hash.Hash would allocate for
 	// every field (the interface call makes the bytes escape).
 	n := len(PackingVersion) + len(bucket) + 2*binary.MaxVarintLen64
 	for _, m := range members {
-		n += len(m.Key) + len(m.ETag) + len(m.Codec) + 5*binary.MaxVarintLen64
+		n += len(m.Key) + len(m.ETag) + 1 + len(m.VersionID) + len(m.Codec) + 5*binary.MaxVarintLen64
 	}
 	b := make([]byte, 0, n)
 	b = appendString(b, PackingVersion)
 	b = appendString(b, bucket)
 	for _, m := range members {
 		b = appendString(b, m.Key)
-		b = appendString(b, m.ETag)
+		if m.VersionID == "" {
+			b = appendString(b, m.ETag)
+		} else {
+			b = binary.AppendUvarint(b, uint64(len(m.ETag)+1+len(m.VersionID)))
+			b = append(append(append(b, m.ETag...), 0), m.VersionID...)
+		}
 		start, end := m.span()
 		b = binary.AppendUvarint(b, uint64(start))
 		b = binary.AppendUvarint(b, uint64(end))

@@ -24,7 +24,8 @@ type Reason string
 
 // The reasons a Failure gives.
 const (
-	// ReasonDeleted: the object was deleted after planning (404 NoSuchKey).
+	// ReasonDeleted: the object was deleted after planning (404 NoSuchKey), or, with
+	// Config.Versions, the planned version was deleted permanently (404 NoSuchVersion).
 	ReasonDeleted Reason = "deleted"
 	// ReasonOverwritten: the object was overwritten after planning; its pinned GET got
 	// 412 PreconditionFailed or, from a server that ignores If-Match, an answer of another
@@ -101,8 +102,18 @@ type ObjectRef struct {
 	Bucket  string
 	Key     string
 	ETag    string
+	// VersionID is the version its reads asked for (Config.Versions); empty otherwise.
+	VersionID string
 	// Member is the object's ordinal in the split.
 	Member int
+}
+
+// pin renders what the object's reads were pinned to.
+func (r ObjectRef) pin() string {
+	if r.VersionID == "" {
+		return "ETag " + r.ETag
+	}
+	return "ETag " + r.ETag + ", version " + r.VersionID
 }
 
 // objectError is the failure of reading one member of a split: it names the object and
@@ -117,8 +128,8 @@ type objectError struct {
 
 // Error names the object, its pinned ETag and the record the read failed at.
 func (e *objectError) Error() string {
-	return fmt.Sprintf("s3io: s3://%s/%s (ETag %s, member %d of split %s) at record %d: %v",
-		e.Bucket, e.Key, e.ETag, e.Member, e.SplitID, e.Index, e.Err)
+	return fmt.Sprintf("s3io: s3://%s/%s (%s, member %d of split %s) at record %d: %v",
+		e.Bucket, e.Key, e.pin(), e.Member, e.SplitID, e.Index, e.Err)
 }
 
 // Unwrap returns the cause, for errors.Is and errors.As.
@@ -144,6 +155,7 @@ var fatalHints = map[string]string{
 var objectHints = map[string]string{
 	"PreconditionFailed": "the object was overwritten since planning: its ETag no longer matches the planned one",
 	"NoSuchKey":          "the object was deleted since planning",
+	"NoSuchVersion":      "the planned version was deleted permanently since planning",
 	"InvalidObjectState": "the object is in an archive storage class or tier and not restored; restore it and read it again",
 }
 
@@ -185,7 +197,7 @@ func classify(err error) (fatal bool, reason Reason) {
 			return true, ""
 		}
 		switch code {
-		case "NoSuchKey":
+		case "NoSuchKey", "NoSuchVersion":
 			return false, ReasonDeleted
 		case "PreconditionFailed":
 			return false, ReasonOverwritten

@@ -24,8 +24,8 @@ type Failure struct {
 
 // String renders the failure for logs and job errors.
 func (f Failure) String() string {
-	return fmt.Sprintf("s3://%s/%s (ETag %s, split %s member %d, %d records emitted): %s: %s",
-		f.Bucket, f.Key, f.ETag, f.SplitID, f.Member, f.Index, f.Reason, f.Message)
+	return fmt.Sprintf("s3://%s/%s (%s, split %s member %d, %d records emitted): %s: %s",
+		f.Bucket, f.Key, f.pin(), f.SplitID, f.Member, f.Index, f.Reason, f.Message)
 }
 
 // failureSummary keeps the count and the first few failures (by key) of a job.

@@ -72,7 +72,12 @@ func (p *planner) scan(ctx context.Context, bucket, prefix string, out sink) (Pl
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	opts := listing.Options{Client: p.client, Bucket: bucket, Prefix: lp, StartAfter: p.cfg.StartAfter, Parallelism: p.cfg.ListParallelism,
+	if p.cfg.Versions.enabled() {
+		if err := checkVersioning(ctx, p.client, bucket, p.cfg.Versions); err != nil {
+			return PlanStats{}, err
+		}
+	}
+	opts := listing.Options{Client: p.client, Bucket: bucket, Prefix: lp, StartAfter: p.cfg.StartAfter, Parallelism: p.cfg.ListParallelism, Versions: p.cfg.Versions.listing(),
 		Warnf: func(format string, args ...any) { log.Warnf(ctx, format, args...) }}
 	if g := p.glob; g != nil {
 		opts.SkipFolder = func(f string) bool { return !g.MayMatchUnder(f) }
@@ -151,7 +156,7 @@ func (p *planner) selectPage(ctx context.Context, bucket, prefix string, page []
 		if o.ETag == "" {
 			return nil, fmt.Errorf("s3io: the listing of s3://%s gives no ETag for %q, so its reads cannot be pinned", bucket, o.Key)
 		}
-		m := Member{Key: o.Key, Size: o.Size, ETag: o.ETag}
+		m := Member{Key: o.Key, Size: o.Size, ETag: o.ETag, VersionID: o.VersionID}
 		if archiveClasses[o.StorageClass] && !o.Restored {
 			if p.cfg.SkipArchived {
 				st.SkippedArchived++

@@ -83,7 +83,9 @@ func memberFetches(d SplitDescriptor, rest restriction) []aheadWant {
 }
 
 // object is what the fetch layer needs to know of m.
-func (m Member) object() fetch.Object { return fetch.Object{Key: m.Key, ETag: m.ETag, Size: m.Size} }
+func (m Member) object() fetch.Object {
+	return fetch.Object{Key: m.Key, ETag: m.ETag, VersionID: m.VersionID, Size: m.Size}
+}
 
 // open returns the read of member m, started now or earlier, and starts decoding the
 // members after it that the restriction still owns. The read has claimed m's first

@@ -10,7 +10,9 @@ import "time"
 type Object struct {
 	Key  string
 	ETag string // quotes included, as listed
-	Size int64
+	// VersionID, when set, is the version every request asks for (as well as ETag).
+	VersionID string
+	Size      int64
 }
 
 // Settings are what the reads of one reader follow.

@@ -115,6 +115,9 @@ func (r *PinnedReader) request(limit int64) error {
 		Key:     aws.String(r.obj.Key),
 		IfMatch: aws.String(r.obj.ETag),
 	}
+	if r.obj.VersionID != "" {
+		in.VersionId = aws.String(r.obj.VersionID)
+	}
 	// A whole-object GET sends no Range: S3 answers "bytes=0-" on an empty object with 416.
 	if r.pos > 0 || limit < r.obj.Size {
 		in.Range = aws.String("bytes=" + strconv.FormatInt(r.pos, 10) + "-" + strconv.FormatInt(limit-1, 10))

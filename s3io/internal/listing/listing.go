@@ -29,6 +29,8 @@ type Options struct {
 	// SkipFolder, when set, says a folder ("a/b/") holds no key the caller would select: a
 	// range that holds only that folder's keys is not listed.
 	SkipFolder func(folder string) bool
+	// Versions, when set, lists object versions instead of current objects (see Versions).
+	Versions *Versions
 	// Warnf, when set, logs what the caller should know once per process: that pages are
 	// decoded by the SDK because its middleware stack changed.
 	Warnf func(format string, args ...any)
@@ -108,7 +110,10 @@ func (l *Listing) Stats() Stats {
 }
 
 // send lists one page, or probe.
-func (l *Listing) send(ctx context.Context, in *s3.ListObjectsV2Input) (*Page, error) {
+func (l *Listing) send(ctx context.Context, in *s3.ListObjectsV2Input, probe bool) (*Page, error) {
+	if l.opts.Versions != nil {
+		return l.sendVersions(ctx, in, probe)
+	}
 	p, err := fetchPage(ctx, l.opts.Client, in, l.opts.Warnf)
 	if err != nil {
 		return nil, &Error{Bucket: l.opts.Bucket, Prefix: l.opts.Prefix, Err: err}
@@ -231,7 +236,7 @@ func (l *Listing) work(ctx context.Context) {
 		t.r.setInFlight(t.probe, true)
 		l.inFlight++
 		l.mu.Unlock()
-		out, err := l.send(ctx, &t.in)
+		out, err := l.send(ctx, &t.in, t.probe)
 		l.mu.Lock()
 		l.inFlight--
 		t.r.setInFlight(t.probe, false)
@@ -242,7 +247,7 @@ func (l *Listing) work(ctx context.Context) {
 			l.cond.Broadcast()
 			return
 		}
-		l.stats.Requests++
+		l.stats.Requests += int64(max(out.requests, 1))
 		if t.probe {
 			l.stats.Probes++
 			l.splitAtFolders(t.r, out)
@@ -337,6 +342,14 @@ func (l *Listing) addPage(r *keyRange, p *Page) {
 		}
 	}
 	l.file(r, keys)
+	if p.Last != "" && !r.done {
+		// Keys a version listing selected nothing of still move the range on.
+		if r.bounded && p.Last > r.hi {
+			r.done = true
+		} else if p.Last > r.after {
+			r.after = p.Last
+		}
+	}
 	if !p.Truncated {
 		r.done = true
 	}

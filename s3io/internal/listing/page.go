@@ -20,6 +20,8 @@ type Object struct {
 	StorageClass string
 	// Restored: the listing's RestoreStatus says a restored copy is readable.
 	Restored bool
+	// VersionID is the version a listing with Options.Versions selected; empty otherwise.
+	VersionID string
 }
 
 // Page is one ListObjectsV2 response, narrowed to what the listing reads of it.
@@ -29,6 +31,11 @@ type Page struct {
 	Truncated             bool
 	NextContinuationToken string
 	EncodingType          string // "url" when keys and folders are URL-encoded
+	// Last, when set, is the last key the page covered, which a version listing's page
+	// (see sendVersions) may have left out of Objects.
+	Last string
+	// requests is how many requests the page took, when more than one.
+	requests int
 }
 
 // pageFromSDK narrows the SDK's decoding of a response to a Page, as parsePage decodes one.
