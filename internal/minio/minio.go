@@ -123,21 +123,22 @@ func Launch(bin, dir string, port int) (*Process, error) {
 	return p, nil
 }
 
-// waitReady polls the readiness endpoint until it answers 200, the process exits, or timeout
-// passes. The liveness endpoint answers as soon as the listener is up, before the drive is
-// formatted, when S3 requests still fail with XMinioServerNotInitialized.
+// waitReady polls the cluster health endpoint until it answers 200, the process exits, or
+// timeout passes. Only that endpoint waits for the drive, bucket metadata and IAM to be
+// initialized: /minio/health/live and /minio/health/ready answer 200 as soon as the listener
+// is up, while S3 requests still fail with 503 XMinioServerNotInitialized.
 func (p *Process) waitReady(timeout time.Duration) error {
 	client := &http.Client{Timeout: time.Second}
 	deadline := time.Now().Add(timeout)
 	var last error
 	for {
-		resp, err := client.Get(p.URL + "/minio/health/ready")
+		resp, err := client.Get(p.URL + "/minio/health/cluster")
 		if err == nil {
 			resp.Body.Close()
 			if resp.StatusCode == http.StatusOK {
 				return nil
 			}
-			err = fmt.Errorf("readiness check answered %s", resp.Status)
+			err = fmt.Errorf("cluster health check answered %s", resp.Status)
 		}
 		last = err
 		select {
