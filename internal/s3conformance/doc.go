@@ -21,4 +21,21 @@
 //     version "null", IsLatest. Suspended: puts answer no version ID and replace the null
 //     version, older versions stay; a delete leaves a null delete marker (versitygw says so,
 //     MinIO answers no version ID and no delete-marker header).
+//
+// Reads and deletes by version (both servers alike unless said):
+//
+//   - GET and HEAD with versionId answer that version; If-Match is checked against that
+//     version's ETag (412 PreconditionFailed otherwise) and Range gives 206 with
+//     Content-Range. MinIO also sends x-amz-version-id on 412 and on delete-marker answers;
+//     versitygw does not.
+//   - A permanently deleted version (DeleteObject with VersionId, which answers that
+//     VersionId and no delete marker): GET 404 NoSuchVersion, also with If-Match; HEAD 404.
+//     Deleting it again: MinIO 204 as S3, versitygw 400 InvalidArgument. A well-formed
+//     unknown version ID: 404 NoSuchVersion; a malformed one: 400 InvalidArgument.
+//   - A key whose latest is a delete marker: GET 404 NoSuchKey with x-amz-delete-marker
+//     (HEAD: MinIO sends the header, versitygw not); the marker by versionId: 405
+//     MethodNotAllowed.
+//   - Version "null" in an unversioned bucket: GET answers the object on both; HEAD answers
+//     it on MinIO, 404 on versitygw. versitygw answers x-amz-version-id "null" when asked
+//     for version null, MinIO no version header.
 package s3conformance
