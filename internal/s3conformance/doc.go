@@ -38,4 +38,20 @@
 //   - Version "null" in an unversioned bucket: GET answers the object on both; HEAD answers
 //     it on MinIO, 404 on versitygw. versitygw answers x-amz-version-id "null" when asked
 //     for version null, MinIO no version header.
+//
+// Checksums (CRC32, CRC32C, CRC64NVME, SHA1, SHA256):
+//
+//   - A put's checksum is verified (wrong: 400 BadDigest on versitygw as S3,
+//     XAmzContentChecksumMismatch on MinIO), stored, and answered as S3 does: by HEAD and by
+//     a whole-object GET with ChecksumMode ENABLED, type FULL_OBJECT; not without
+//     ChecksumMode, not for a ranged GET; and by GetObjectAttributes.
+//   - A put without a checksum: versitygw computes and stores CRC64NVME, as S3 does; MinIO
+//     stores none.
+//   - Multipart uploads: both keep COMPOSITE checksums (CRC32, CRC32C, SHA256: the checksum
+//     of the parts' checksums, "…-2") and FULL_OBJECT ones (CRC32, CRC32C, CRC64NVME: the
+//     CRC of the whole object), answered by HEAD and GET with ChecksumMode. MinIO's
+//     CompleteMultipartUpload answer leaves out ChecksumType. GetObjectAttributes: MinIO
+//     gives the composite value without "-2" and each part's checksum (also answered to HEAD
+//     with partNumber), as S3 does; versitygw keeps the "-2" and gives neither.
+//   - ListObjectsV2 and ListObjectVersions carry ChecksumAlgorithm on versitygw, not on MinIO.
 package s3conformance

@@ -91,8 +91,10 @@ func Launch(bin, dir string, port int, extraArgs ...string) (*Process, error) {
 }
 
 // LaunchVersioned is Launch with bucket versioning available: versitygw keeps the noncurrent
-// versions of every bucket under versionsDir, and without that directory it refuses
-// PutBucketVersioning. versionsDir must lie outside dir, where it would be served as a bucket.
+// versions of every bucket under versionsDir, and without that directory it answers
+// PutBucketVersioning with 501 VersioningNotConfigured. versionsDir must lie outside dir,
+// where it would be served as a bucket. How its versioning differs from S3's is recorded
+// in internal/s3conformance.
 func LaunchVersioned(bin, dir, versionsDir string, port int, extraArgs ...string) (*Process, error) {
 	if err := os.MkdirAll(versionsDir, 0o755); err != nil {
 		return nil, fmt.Errorf("versitygw versioning directory: %w", err)
