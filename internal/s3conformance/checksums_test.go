@@ -105,7 +105,7 @@ func (c checksums) equal(d checksums) bool { return c.String() == d.String() }
 // observed is where a server returned an object's checksums.
 type observed struct {
 	Head, HeadWithoutMode, Get, RangedGet, Attributes checksums
-	Listed                                            []types.ChecksumAlgorithm
+	Listed, ListedVersion                             []types.ChecksumAlgorithm
 }
 
 func (s *server) observe(t *testing.T, bucket, key string) observed {
@@ -148,6 +148,11 @@ func (s *server) observe(t *testing.T, bucket, key string) observed {
 		t.Fatalf("list s3://%s/%s: %d objects, %v", bucket, key, len(l.Contents), err)
 	}
 	o.Listed = l.Contents[0].ChecksumAlgorithm
+	v, err := s.client.ListObjectVersions(ctx, &s3.ListObjectVersionsInput{Bucket: b, Prefix: k})
+	if err != nil || len(v.Versions) == 0 {
+		t.Fatalf("list versions of s3://%s/%s: %d versions, %v", bucket, key, len(v.Versions), err)
+	}
+	o.ListedVersion = v.Versions[0].ChecksumAlgorithm
 	return o
 }
 
@@ -169,6 +174,9 @@ func (o observed) check(t *testing.T, want checksums, listed []types.ChecksumAlg
 	}
 	if !slices.Equal(o.Listed, listed) {
 		t.Errorf("ListObjectsV2 ChecksumAlgorithm %v, want %v", o.Listed, listed)
+	}
+	if !slices.Equal(o.ListedVersion, listed) {
+		t.Errorf("ListObjectVersions ChecksumAlgorithm %v, want %v", o.ListedVersion, listed)
 	}
 }
 
