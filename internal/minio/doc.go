@@ -10,7 +10,8 @@
 // into this module.
 //
 // A single drive is MinIO's "xl-single" mode, which supports versioning: no erasure set of
-// four drives is needed. What this Version does (see this package's tests):
+// four drives is needed. What this Version does, checked by this package's tests and by
+// internal/s3conformance, which also sets it beside versitygw:
 //
 //   - If-Match (also with versionId, on GET and HEAD) and Range are honoured: 412
 //     PreconditionFailed, 206 with Content-Range.
