@@ -87,6 +87,24 @@ func FindBinary() (string, error) {
 // before the posix backend argument. The process is killed if the caller dies (on Linux), so
 // an interrupted benchmark does not leave a server behind.
 func Launch(bin, dir string, port int, extraArgs ...string) (*Process, error) {
+	return launch(bin, dir, port, extraArgs, nil)
+}
+
+// LaunchVersioned is Launch with bucket versioning available: versitygw keeps the noncurrent
+// versions of every bucket under versionsDir, and without that directory it answers
+// PutBucketVersioning with 501 VersioningNotConfigured. versionsDir must lie outside dir,
+// where it would be served as a bucket. How its versioning differs from S3's is recorded
+// in internal/s3conformance.
+func LaunchVersioned(bin, dir, versionsDir string, port int, extraArgs ...string) (*Process, error) {
+	if err := os.MkdirAll(versionsDir, 0o755); err != nil {
+		return nil, fmt.Errorf("versitygw versioning directory: %w", err)
+	}
+	return launch(bin, dir, port, extraArgs, []string{"--versioning-dir", versionsDir})
+}
+
+// launch starts the gateway with globalArgs before the posix backend and backendArgs, the
+// posix backend's own flags, between it and dir.
+func launch(bin, dir string, port int, globalArgs, backendArgs []string) (*Process, error) {
 	if port == 0 {
 		p, err := FreePort()
 		if err != nil {
@@ -97,8 +115,8 @@ func Launch(bin, dir string, port int, extraArgs ...string) (*Process, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("versitygw directory: %w", err)
 	}
-	args := append([]string{"--port", fmt.Sprintf("127.0.0.1:%d", port), "--health", "/health"}, extraArgs...)
-	args = append(args, "posix", dir)
+	args := append([]string{"--port", fmt.Sprintf("127.0.0.1:%d", port), "--health", "/health"}, globalArgs...)
+	args = append(append(append(args, "posix"), backendArgs...), dir)
 	cmd := exec.Command(bin, args...)
 	cmd.Env = append(os.Environ(), "ROOT_ACCESS_KEY="+AccessKey, "ROOT_SECRET_KEY="+SecretKey)
 	setParentDeathSignal(cmd)
@@ -200,6 +218,20 @@ func (b *lockedBuffer) String() string {
 // fails under CI, where .ci/run must have installed it.
 func Start(t testing.TB) *Gateway {
 	t.Helper()
+	return start(t, func(bin string) (*Process, error) { return Launch(bin, t.TempDir(), 0) })
+}
+
+// StartVersioned is Start with bucket versioning available (see LaunchVersioned); buckets
+// are created unversioned, as on S3, until PutBucketVersioning enables it.
+func StartVersioned(t testing.TB) *Gateway {
+	t.Helper()
+	return start(t, func(bin string) (*Process, error) {
+		return LaunchVersioned(bin, t.TempDir(), t.TempDir(), 0)
+	})
+}
+
+func start(t testing.TB, launch func(bin string) (*Process, error)) *Gateway {
+	t.Helper()
 	bin, err := FindBinary()
 	if err != nil {
 		if os.Getenv("CI") != "" {
@@ -207,7 +239,7 @@ func Start(t testing.TB) *Gateway {
 		}
 		t.Skip(err)
 	}
-	p, err := Launch(bin, t.TempDir(), 0)
+	p, err := launch(bin)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,0 +1,9 @@
+//go:build !linux
+
+package minio
+
+import "os/exec"
+
+// setParentDeathSignal does nothing where there is no parent-death signal; Close still stops
+// the server on every normal exit.
+func setParentDeathSignal(*exec.Cmd) {}
