@@ -68,6 +68,9 @@ func (s *Server) list(w http.ResponseWriter, r *http.Request, q url.Values) {
 			return
 		}
 	}
+	if s.latency > 0 {
+		time.Sleep(s.latency)
+	}
 	limit := maxKeys
 	if v := q.Get("max-keys"); v != "" {
 		n, err := strconv.Atoi(v)

@@ -45,6 +45,7 @@ type Server struct {
 
 	general bool
 	hs      *httptest.Server
+	latency time.Duration // slept before answering each LIST
 
 	mu       sync.Mutex
 	keys     []string // sorted
@@ -110,6 +111,11 @@ func (s *Server) Put(key string, data []byte) string {
 	s.objects[key] = &object{data: data, etag: etag, modified: time.Now().UTC().Truncate(time.Second)}
 	return etag
 }
+
+// SetListLatency makes every ListObjectsV2 answer wait d first, concurrently for concurrent
+// requests: S3 takes tens of milliseconds per LIST page, which loopback does not. Set it
+// before the server is used.
+func (s *Server) SetListLatency(d time.Duration) { s.latency = d }
 
 // Counts returns what the server answered so far.
 func (s *Server) Counts() Counts {
