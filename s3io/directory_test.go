@@ -159,3 +159,18 @@ func TestDirectoryBucketPins(t *testing.T) {
 		}
 	}
 }
+
+// TestDirectoryBucketSessionRefused: credentials CreateSession refuses fail the plan, and
+// the error says it was CreateSession that refused them.
+func TestDirectoryBucketSessionRefused(t *testing.T) {
+	s3test.SetAWSEnv(t, "ak", "not-the-secret")
+	dir := dirbucket.New(t, dirBucket, "ak", "sk")
+	dir.Put("p/a.txt", []byte("one\n"))
+	_, err := s3io.PlanDescriptors(context.Background(), s3io.Config{Bucket: dirBucket, Prefix: "p/", Endpoint: dir.URL, Region: "us-west-2"}, func(s3io.SplitDescriptor) error { return nil })
+	t.Logf("%v", err)
+	for _, w := range []string{dirBucket, "CreateSession", "AccessDenied"} {
+		if err == nil || !strings.Contains(err.Error(), w) {
+			t.Errorf("err = %v, want it to say %q", err, w)
+		}
+	}
+}

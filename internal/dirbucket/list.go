@@ -4,6 +4,7 @@ import (
 	"encoding/base64"
 	"encoding/binary"
 	"encoding/xml"
+	"fmt"
 	"hash/fnv"
 	"math/rand/v2"
 	"net/http"
@@ -205,17 +206,47 @@ func (s *Server) shuffledPage(prefix, delim, token string, limit int) ([]entry, 
 	} else {
 		seed = rand.Uint64()
 	}
+	// The listing's order is drawn once and kept until its last page: every page of a
+	// large folder costs the server a page, not a sort of the folder.
+	orderKey := fmt.Sprintf("%x\x00%s\x00%s", seed, prefix, delim)
+	all, ok := s.orders[orderKey]
+	if !ok {
+		all = s.order(prefix, delim, seed)
+		s.orders[orderKey] = all
+	}
+	if off > uint64(len(all)) {
+		return nil, "", false
+	}
+	end := min(uint64(len(all)), off+uint64(limit))
+	var page []entry
+	for _, e := range all[off:end] {
+		if e.folder || s.objects[e.name] != nil { // not deleted since the listing began
+			page = append(page, e)
+		}
+	}
+	rand.Shuffle(len(page), func(a, b int) { page[a], page[b] = page[b], page[a] })
+	if end == uint64(len(all)) {
+		delete(s.orders, orderKey)
+		return page, "", true
+	}
+	b := binary.BigEndian.AppendUint64(nil, seed)
+	b = binary.BigEndian.AppendUint64(b, end)
+	return page, base64.RawURLEncoding.EncodeToString(b), true
+}
+
+// order returns the entries under prefix in the order seed draws. Called with s.mu held.
+func (s *Server) order(prefix, delim string, seed uint64) []entry {
 	i, _ := slices.BinarySearch(s.keys, prefix)
 	all := s.entries(prefix, delim, i, func(int) bool { return false })
-	rank := func(e entry) uint64 {
+	// Each entry's place in this listing's order: a hash of its name mixed with the seed.
+	ranks := make(map[string]uint64, len(all))
+	for _, e := range all {
 		h := fnv.New64a()
-		binary.Write(h, binary.BigEndian, seed)
 		h.Write([]byte(e.name))
-		return h.Sum64()
+		ranks[e.name] = mix(h.Sum64() ^ seed)
 	}
 	slices.SortFunc(all, func(a, b entry) int {
-		ra, rb := rank(a), rank(b)
-		if ra != rb {
+		if ra, rb := ranks[a.name], ranks[b.name]; ra != rb {
 			if ra < rb {
 				return -1
 			}
@@ -223,16 +254,14 @@ func (s *Server) shuffledPage(prefix, delim, token string, limit int) ([]entry, 
 		}
 		return strings.Compare(a.name, b.name)
 	})
-	if off > uint64(len(all)) {
-		return nil, "", false
-	}
-	end := min(uint64(len(all)), off+uint64(limit))
-	page := slices.Clone(all[off:end])
-	rand.Shuffle(len(page), func(a, b int) { page[a], page[b] = page[b], page[a] })
-	if end == uint64(len(all)) {
-		return page, "", true
-	}
-	b := binary.BigEndian.AppendUint64(nil, seed)
-	b = binary.BigEndian.AppendUint64(b, end)
-	return page, base64.RawURLEncoding.EncodeToString(b), true
+	return all
+}
+
+// mix is splitmix64's finalizer: every bit of x moves every bit of the result.
+func mix(x uint64) uint64 {
+	x ^= x >> 30
+	x *= 0xbf58476d1ce4e5b9
+	x ^= x >> 27
+	x *= 0x94d049bb133111eb
+	return x ^ x>>31
 }

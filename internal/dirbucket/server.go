@@ -51,6 +51,7 @@ type Server struct {
 	keys     []string // sorted
 	objects  map[string]*object
 	sessions map[string]session // by token
+	orders   map[string][]entry // the order of each listing under way, by seed and request
 	counts   Counts
 	lists    []ListRequest
 }
@@ -91,7 +92,7 @@ func NewGeneral(t testing.TB, bucket, accessKey, secretKey string) *Server {
 
 func start(t testing.TB, bucket, accessKey, secretKey string, general bool) *Server {
 	s := &Server{Bucket: bucket, AccessKey: accessKey, SecretKey: secretKey, general: general,
-		objects: map[string]*object{}, sessions: map[string]session{}}
+		objects: map[string]*object{}, sessions: map[string]session{}, orders: map[string][]entry{}}
 	s.hs = httptest.NewServer(http.HandlerFunc(s.serve))
 	t.Cleanup(s.hs.Close)
 	s.URL = s.hs.URL

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"slices"
 	"strings"
 	"testing"
@@ -203,5 +204,31 @@ func TestIsDirectoryBucket(t *testing.T) {
 		if _, dir := Open(Options{Bucket: name}).(*Directory); dir != want {
 			t.Errorf("Open(%q) is a Directory: %v", name, dir)
 		}
+	}
+}
+
+// BenchmarkDirectorySort measures what a Directory adds per key over a Listing: the sort
+// of a folder's keys once it is listed whole (the folder shuffled, as a directory bucket
+// lists it).
+//
+//	go test -run '^$' -bench DirectorySort ./s3io/internal/listing
+func BenchmarkDirectorySort(b *testing.B) {
+	for _, n := range []int{1000, 100_000} {
+		b.Run(fmt.Sprint(n), func(b *testing.B) {
+			keys := make([]Object, n)
+			for i := range keys {
+				keys[i].Key = fmt.Sprintf("logs/2026/11/05/part-%08d-%x.ndjson.gz", i, i*2654435761)
+			}
+			rng := rand.New(rand.NewPCG(1, 2))
+			work := make([]Object, n)
+			for b.Loop() {
+				b.StopTimer()
+				copy(work, keys)
+				rng.Shuffle(n, func(i, j int) { work[i], work[j] = work[j], work[i] })
+				b.StartTimer()
+				slices.SortFunc(work, func(a, b Object) int { return strings.Compare(a.Key, b.Key) })
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n), "ns/key")
+		})
 	}
 }
