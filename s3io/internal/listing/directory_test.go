@@ -78,7 +78,7 @@ func TestDirectoryKeyOrder(t *testing.T) {
 		dir.Put(k, []byte(k))
 		gen.Put(k, []byte(k))
 	}
-	for _, prefix := range []string{"", "a/", "a/b", "a/b/", "a/é", "h/", "h/0", "c/n/", "zz/", "/"} {
+	for _, prefix := range []string{"", "a/", "a/b", "a/b/", "a/é", "b", "h/", "h/0", "c/n/", "zz/", "/"} {
 		for _, after := range []string{"", "a/b", "a/b/c", "h/0a", "a/z/"} {
 			want := wantKeys(keys, prefix, after)
 			general, err := drain(t, New(Options{Client: dirClient(gen), Bucket: "lst", Prefix: prefix, StartAfter: after, Parallelism: 4, PageKeys: 7}))
