@@ -103,8 +103,8 @@ func TestDirectoryBucket(t *testing.T) {
 		t.Fatalf("only %d descriptors: too few to tell", len(firstIDs))
 	}
 	c := dir.Counts()
-	if c.CreateSession != 3 || c.Lists != 3*folders || c.Rejected != 0 {
-		t.Errorf("server counts %+v, want one CreateSession per plan (each builds its client), %d LISTs, none rejected", c, 3*folders)
+	if c.CreateSession != 1 || c.Lists != 3*folders || c.Rejected != 0 {
+		t.Errorf("server counts %+v, want one CreateSession (the clients of a worker process share its session), %d LISTs, none rejected", c, 3*folders)
 	}
 
 	// The same keys in a general-purpose bucket: the same members, cut into descriptors at
@@ -129,8 +129,8 @@ func TestDirectoryBucket(t *testing.T) {
 	cfg.ListParallelism = 0
 	counters := runRead(t, cfg, want)
 	after := dir.Counts()
-	if counters["objects"] != int64(len(keys)) || after.Gets-before.Gets < len(keys) || after.Rejected != 0 {
-		t.Errorf("read %d objects with %d GETs (%d refused), want %d", counters["objects"], after.Gets-before.Gets, after.Rejected, len(keys))
+	if counters["objects"] != int64(len(keys)) || after.Gets-before.Gets < len(keys) || after.Rejected != 0 || after.CreateSession != 1 {
+		t.Errorf("read %d objects with %d GETs (%d refused, %d CreateSession in all), want %d and the plans' one session", counters["objects"], after.Gets-before.Gets, after.Rejected, after.CreateSession, len(keys))
 	}
 	t.Logf("read: %d CreateSession, %d LIST, %d GET requests", after.CreateSession-before.CreateSession, after.Lists-before.Lists, after.Gets-before.Gets)
 }
