@@ -74,8 +74,9 @@
 // folder is held in memory until its keys are planned, so one holding more than 1,000,000
 // keys and subfolders directly fails the plan, naming it; list a deeper prefix. Requests
 // carry CreateSession's session credentials, which the AWS SDK obtains and refreshes by
-// itself, one session per S3 client (each DoFn instance builds one). ETags of directory
-// buckets are not MD5s; s3io only compares them.
+// itself; the S3 clients of a worker process share them, so a worker sends one
+// CreateSession per bucket every few minutes. ETags of directory buckets are not MD5s;
+// s3io only compares them.
 //
 // # Runners
 //
