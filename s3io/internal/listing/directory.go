@@ -211,6 +211,10 @@ func sortedBefore(keys []Object, s string) int {
 // enter moves the consumer into the next folder, the first one ahead, once it is listed;
 // it reports whether it did. Called with d.mu held.
 func (d *Directory) enter() bool {
+	if len(d.ahead) == 0 {
+		d.err = fmt.Errorf("s3io: listing s3://%s/%s: the walk ran out of folders before its end", d.opts.Bucket, d.opts.Prefix)
+		return true
+	}
 	f := d.ahead[0]
 	if !f.done {
 		return false
