@@ -115,7 +115,11 @@ const (
 type Config struct {
 	// What to read.
 
-	// Bucket is the S3 bucket to read (required; S3 bucket naming rules).
+	// Bucket is the S3 bucket to read (required; S3 bucket naming rules). A directory
+	// bucket (S3 Express One Zone, named "base--zone-id--x-s3") is planned folder by folder
+	// into the same descriptors as a general-purpose bucket with the same keys; a folder of
+	// more than 1,000,000 keys directly under it fails the plan, naming it (see the package
+	// documentation, "Directory buckets").
 	Bucket string
 	// Prefix selects the keys to read; empty reads the whole bucket.
 	Prefix string

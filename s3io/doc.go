@@ -59,6 +59,25 @@
 // the planner writes into every descriptor. The design notes and
 // measurements are in the repository's docs/design.md and docs/performance.md.
 //
+// # Directory buckets
+//
+// An S3 Express One Zone directory bucket (a Bucket named "base--zone-id--x-s3") lists in
+// no order, pages by continuation token only, and takes only "/" as a delimiter. s3io lists
+// it folder by folder (delimiter "/", ListParallelism folders at once), sorts each folder
+// in memory, and hands the keys to the packer in key order: the plan, descriptors and IDs
+// are the same in every run and at every ListParallelism, and cut where a general-purpose
+// bucket's with the same keys are. StartAfter and a Prefix not ending in "/" are applied
+// to the listing of the folder they lie in, and Match prunes folders as it does elsewhere.
+// It costs one LIST per folder (and per 1,000 keys of it) where a general-purpose bucket
+// needs one per 1,000 keys: a prefix of many small folders lists in more requests, and one
+// large folder lists one page after another, since its pages cannot be cut apart. A
+// folder is held in memory until its keys are planned, so one holding more than 1,000,000
+// keys and subfolders directly fails the plan, naming it; list a deeper prefix. Requests
+// carry CreateSession's session credentials, which the AWS SDK obtains and refreshes by
+// itself; the S3 clients of a worker process share them, so a worker sends one
+// CreateSession per bucket every few minutes. ETags of directory buckets are not MD5s;
+// s3io only compares them.
+//
 // # Runners
 //
 // The same pipelines run on prism, Flink and Dataflow. On a Flink cluster the Go workers are

@@ -82,7 +82,7 @@ func (p *planner) scan(ctx context.Context, bucket, prefix string, out sink) (Pl
 	if g := p.glob; g != nil {
 		opts.SkipFolder = func(f string) bool { return !g.MayMatchUnder(f) }
 	}
-	l := listing.New(opts)
+	l := listing.Open(opts)
 	l.Run(ctx)
 	sc := &scanState{st: PlanStats{ListPrefix: lp}}
 	began, lastLog := time.Now(), time.Now()

@@ -382,12 +382,12 @@ func (l *Listing) adopt(r *keyRange, rest []Object) {
 func (l *Listing) file(r *keyRange, keys []Object) {
 	if len(keys) > 0 {
 		if keys[0].Key <= r.after {
-			l.err = fmt.Errorf("s3io: the listing of s3://%s/%s is not in key order (%q after %q); s3io plans from sorted listings, as S3's general-purpose buckets give (directory buckets are not supported)", l.opts.Bucket, l.opts.Prefix, keys[0].Key, r.after)
+			l.err = fmt.Errorf("s3io: the listing of s3://%s/%s is not in key order (%q after %q); s3io plans from sorted listings, as S3's general-purpose buckets give (a directory bucket, named base--zone-id--x-s3, is listed folder by folder instead)", l.opts.Bucket, l.opts.Prefix, keys[0].Key, r.after)
 			return
 		}
 		for i := 1; i < len(keys); i++ {
 			if keys[i].Key <= keys[i-1].Key {
-				l.err = fmt.Errorf("s3io: the listing of s3://%s/%s is not in key order (%q after %q); s3io plans from sorted listings, as S3's general-purpose buckets give (directory buckets are not supported)", l.opts.Bucket, l.opts.Prefix, keys[i].Key, keys[i-1].Key)
+				l.err = fmt.Errorf("s3io: the listing of s3://%s/%s is not in key order (%q after %q); s3io plans from sorted listings, as S3's general-purpose buckets give (a directory bucket, named base--zone-id--x-s3, is listed folder by folder instead)", l.opts.Bucket, l.opts.Prefix, keys[i].Key, keys[i-1].Key)
 				return
 			}
 		}

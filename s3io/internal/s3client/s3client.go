@@ -85,6 +85,7 @@ func New(ctx context.Context, o Options) (*s3.Client, error) {
 			so.BaseEndpoint = aws.String(o.Endpoint)
 		}
 		so.UsePathStyle = o.UsePathStyle
+		so.ExpressCredentials = workerSessions(o)
 		so.APIOptions = append(so.APIOptions, accountHeaders(o)...)
 		if limiter != nil {
 			so.APIOptions = append(so.APIOptions, rateLimit(limiter))

@@ -6,6 +6,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/aws/ratelimit"
 	"github.com/aws/aws-sdk-go-v2/aws/retry"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"golang.org/x/time/rate"
 
 	"github.com/spate-io/beam-s3/s3io/internal/worker"
@@ -28,9 +29,13 @@ type limiterKey struct {
 	perSecond                float64
 }
 
+// sessionKey names the S3 Express session cache of an endpoint.
+type sessionKey struct{ endpoint, region string }
+
 var (
 	retryers worker.Shared[retryerKey, aws.Retryer]
 	limiters worker.Shared[limiterKey, *rate.Limiter]
+	sessions worker.Shared[sessionKey, s3.ExpressCredentialsProvider]
 )
 
 // workerRetryer is the adaptive retryer of this worker's requests to o's endpoint. The
@@ -48,6 +53,17 @@ func workerRetryer(o Options) aws.Retryer {
 				so.RateLimiter = ratelimit.None
 			})
 		})
+	})
+}
+
+// workerSessions is the S3 Express session provider this worker's clients of o's endpoint
+// start from. Each client binds its own copy of the SDK's default provider, but the copies
+// share this one's cache of sessions (keyed by the long-term keys and the bucket), so a
+// directory bucket costs one CreateSession per worker process every few minutes rather
+// than one per client, that is per DoFn instance.
+func workerSessions(o Options) s3.ExpressCredentialsProvider {
+	return sessions.Get(sessionKey{o.Endpoint, o.Region}, func() s3.ExpressCredentialsProvider {
+		return s3.New(s3.Options{}).Options().ExpressCredentials
 	})
 }
 
