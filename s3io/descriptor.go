@@ -102,15 +102,16 @@ func (d SplitDescriptor) Size() int64 {
 // splitID returns the deterministic ID of a split of bucket holding members: the hex SHA-256
 // (first 16 bytes) of PackingVersion, the bucket and every member's key, ETag, version ID,
 // byte range and codec, in order. Lengths are digested before each string so that no two
-// member lists share an ID by concatenation. A version ID is digested with the ETag, after a
-// NUL no ETag holds, so that a plan of current objects keeps the IDs it had before versions
-// could be planned, and no versioned member digests like an unversioned one.
+// member lists share an ID by concatenation. A versioned member's ETag length carries
+// versionedETag, which no ETag's length has, and its version ID follows the ETag: a plan of
+// current objects keeps the IDs it had before versions could be planned, and no versioned
+// member digests like an unversioned one.
 func splitID(bucket string, members []Member) string {
 	// One buffer hashed at once: writing each field to a hash.Hash would allocate for
 	// every field (the interface call makes the bytes escape).
 	n := len(PackingVersion) + len(bucket) + 2*binary.MaxVarintLen64
 	for _, m := range members {
-		n += len(m.Key) + len(m.ETag) + 1 + len(m.VersionID) + len(m.Codec) + 5*binary.MaxVarintLen64
+		n += len(m.Key) + len(m.ETag) + len(m.VersionID) + len(m.Codec) + 6*binary.MaxVarintLen64
 	}
 	b := make([]byte, 0, n)
 	b = appendString(b, PackingVersion)
@@ -120,8 +121,8 @@ func splitID(bucket string, members []Member) string {
 		if m.VersionID == "" {
 			b = appendString(b, m.ETag)
 		} else {
-			b = binary.AppendUvarint(b, uint64(len(m.ETag)+1+len(m.VersionID)))
-			b = append(append(append(b, m.ETag...), 0), m.VersionID...)
+			b = binary.AppendUvarint(b, uint64(len(m.ETag))|versionedETag)
+			b = appendString(append(b, m.ETag...), m.VersionID)
 		}
 		start, end := m.span()
 		b = binary.AppendUvarint(b, uint64(start))
@@ -131,6 +132,9 @@ func splitID(bucket string, members []Member) string {
 	sum := sha256.Sum256(b)
 	return hex.EncodeToString(sum[:16])
 }
+
+// versionedETag marks the ETag length of a member with a version ID in its split's digest.
+const versionedETag = 1 << 62
 
 func appendString(b []byte, s string) []byte {
 	return append(binary.AppendUvarint(b, uint64(len(s))), s...)

@@ -73,6 +73,9 @@ func (p *planner) scan(ctx context.Context, bucket, prefix string, out sink) (Pl
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	if p.cfg.Versions.enabled() {
+		if listing.IsDirectoryBucket(bucket) {
+			return PlanStats{}, fmt.Errorf("s3io: Config.Versions needs a versioned bucket, and s3://%s is an S3 Express directory bucket, which has no versions: plan it without Config.Versions", bucket)
+		}
 		if err := checkVersioning(ctx, p.client, bucket, p.cfg.Versions); err != nil {
 			return PlanStats{}, err
 		}
