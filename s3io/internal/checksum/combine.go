@@ -43,7 +43,7 @@ func (g *gf2) mul(a, b uint64) uint64 {
 // xPow8n returns x^(8n) mod p.
 func (g *gf2) xPow8n(n int64) uint64 {
 	p := uint64(1) << (g.width - 1) // x^0
-	k := 3                           // x^(2^3) = x^8: one byte
+	k := 3                          // x^(2^3) = x^8: one byte
 	for u := uint64(n); u != 0; u >>= 1 {
 		if u&1 != 0 {
 			p = g.mul(g.x2n[k%len(g.x2n)], p)
