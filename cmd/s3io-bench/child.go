@@ -48,7 +48,7 @@ type childResult struct {
 	// ChecksumsVerified is s3io's checksums_verified counter: the objects s3io-verify checked.
 	ChecksumsVerified int64
 	VmHWMKiB          int64
-	Error        string
+	Error             string
 }
 
 // benchNamespace holds the counting DoFns' counters.

@@ -104,7 +104,7 @@ const (
 	variantS3io         = "s3io"
 	variantS3ioUnshaped = "s3io-unshaped"
 	variantS3ioDirect   = "s3io-direct"
-	variantS3ioVerify   = "s3io-verify" // s3io with Config.VerifyChecksums, through the proxy (shaped with --shape)
+	variantS3ioVerify   = "s3io-verify"  // s3io with Config.VerifyChecksums, through the proxy (shaped with --shape)
 	variantLoop2Direct  = "loop2-direct" // loop2 straight to the server with --shape: the two-core floor's loop on loopback
 	variantTextio       = "textio"
 	variantFloor        = "floor" // the same records emitted from memory: Beam's per-element floor
