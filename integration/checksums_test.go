@@ -173,6 +173,19 @@ func TestVerifyChecksums(t *testing.T) {
 	g := versitygw.Start(t)
 	p := faultproxy.New(t, g.URL)
 	want, sizes := checksummedPrefix(t, g, "sums")
+	// One part of a composite object breaks halfway: it resumes from its next byte, and
+	// its bytes are hashed once.
+	var mu sync.Mutex
+	broken := ""
+	p.DecideGet = func(key, rng string, n int) faultproxy.Fault {
+		mu.Lock()
+		defer mu.Unlock()
+		if key != "c/cli-multipart-CRC32C" || broken != "" || !strings.HasPrefix(rng, "bytes=2") {
+			return faultproxy.Fault{}
+		}
+		broken = rng
+		return faultproxy.Fault{ResetAt: 0.5}
+	}
 	// No splits: each object is read whole by one restriction, so that each ends verified.
 	old := *jobopts.Experiments
 	*jobopts.Experiments = "prism_disable_sdf_split"
@@ -191,6 +204,9 @@ func TestVerifyChecksums(t *testing.T) {
 	// versitygw, like S3, stores a CRC64NVME for an object uploaded without a checksum.
 	if c["checksums_verified"] != int64(len(sizes)) || c["checksums_missing"] != 0 || c["checksums_unchecked"] != 0 {
 		t.Errorf("counters %v: want %d objects verified", c, len(sizes))
+	}
+	if broken == "" || c["body_resumes"] != 1 {
+		t.Errorf("counters %v, broken part %q: want one part broken and resumed", c, broken)
 	}
 	for k, size := range sizes {
 		// Parts of at most PartBytes: every byte verified, still read in parallel parts.
