@@ -119,7 +119,7 @@ func checksummedPrefix(t *testing.T, g *versitygw.Gateway, bucket string) (want 
 			sizes[key] += len(r) + 1
 		}
 	}
-	for _, alg := range []string{"CRC32", "CRC32C", "CRC64NVME", ""} {
+	for _, alg := range []string{"CRC32", "CRC32C", "CRC64NVME", "SHA1", "SHA256", ""} {
 		for _, size := range []struct {
 			name string
 			n    int

@@ -30,8 +30,8 @@ import "github.com/apache/beam/sdks/v2/go/pkg/beam"
 //	                                 stored checksums (GetObjectAttributes; HeadObject where not served)
 //	checksums_verified               objects read whole whose every byte matched their stored checksum
 //	checksums_missing                objects read whole that have no stored checksum
-//	checksums_unchecked              reads of part of an object (segments, resumes) or of a SHA-1/
-//	                                 SHA-256 checksum, which do not combine: not verified
+//	checksums_unchecked              reads of part of an object (segments, resumes), which a stored
+//	                                 checksum cannot check
 //	cancelled_gets                   GETs cut short because a split, a failure or the end of a read made them unneeded
 //	dropped_bytes                    bytes fetched and dropped unread: a failed object's, or what a
 //	                                 split, checkpoint or bundle's end handed over and no read took

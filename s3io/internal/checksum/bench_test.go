@@ -1,6 +1,8 @@
 package checksum
 
 import (
+	"crypto/sha1"
+	"crypto/sha256"
 	"hash/crc32"
 	"hash/crc64"
 	"testing"
@@ -22,6 +24,8 @@ func BenchmarkCRC(b *testing.B) {
 		{"CRC32C", func(p []byte) uint64 { return uint64(crc32.Checksum(p, castagnoli)) }},
 		{"CRC64NVME/minio", func(p []byte) uint64 { return CRC64NVME.Update(0, p) }},
 		{"CRC64NVME/hash-crc64", func(p []byte) uint64 { return crc64.Checksum(p, nvme) }},
+		{"SHA1", func(p []byte) uint64 { s := sha1.Sum(p); return uint64(s[0]) }},
+		{"SHA256", func(p []byte) uint64 { s := sha256.Sum256(p); return uint64(s[0]) }},
 	} {
 		b.Run(c.name, func(b *testing.B) {
 			b.SetBytes(int64(len(buf)))

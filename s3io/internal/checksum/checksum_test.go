@@ -1,6 +1,9 @@
 package checksum
 
 import (
+	"crypto/sha1"
+	"crypto/sha256"
+	"encoding/base64"
 	"hash/crc64"
 	"math/rand/v2"
 	"testing"
@@ -158,4 +161,53 @@ func randomBytes(n int, seed uint64) []byte {
 		b[i] = byte(r.Uint32())
 	}
 	return b
+}
+
+// SHA-1 and SHA-256, full-object and composite, hashed in order however the bytes arrive.
+func TestSequential(t *testing.T) {
+	b := randomBytes(25000, 8)
+	sizes := []int64{8192, 8192, 8192, 424}
+	for _, a := range []Algorithm{SHA1, SHA256} {
+		sum := func(p []byte) []byte {
+			if a == SHA1 {
+				s := sha1.Sum(p)
+				return s[:]
+			}
+			s := sha256.Sum256(p)
+			return s[:]
+		}
+		full := &Stored{Algorithm: a, Type: FullObject, Value: base64.StdEncoding.EncodeToString(sum(b))}
+		var parts []Part
+		var digests []byte
+		var off int64
+		for _, n := range sizes {
+			d := sum(b[off : off+n])
+			parts = append(parts, Part{Size: n})
+			digests = append(digests, d...)
+			off += n
+		}
+		composite := &Stored{Algorithm: a, Type: Composite, Value: base64.StdEncoding.EncodeToString(sum(digests)) + "-4", Parts: parts}
+		bad := append([]byte(nil), b...)
+		bad[20000] ^= 4
+		for _, st := range []*Stored{full, composite} {
+			if err := st.Check(int64(len(b))); err != nil {
+				t.Fatal(err)
+			}
+			for _, data := range [][]byte{b, bad} {
+				s := NewSequential(st, int64(len(data)))
+				var err error
+				for _, r := range [][2]int{{0, 5000}, {5000, 16385}, {16385, 25000}} {
+					if err = s.Write(data[r[0]:r[1]]); err != nil {
+						break
+					}
+				}
+				if good := &data[0] == &b[0]; good != (err == nil) || good && !s.Done() {
+					t.Errorf("%s %s, intact %v: %v", a, st.Type, good, err)
+				}
+				if m, ok := err.(*Mismatch); err != nil && (!ok || m.Expected != st.Value) {
+					t.Errorf("%s %s: %v", a, st.Type, err)
+				}
+			}
+		}
+	}
 }

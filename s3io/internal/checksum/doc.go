@@ -10,6 +10,6 @@
 // carry-less multiplications of 32 or 64 bits, a microsecond, against the bytes'
 // hashing at gigabytes per second.
 //
-// SHA-1 and SHA-256 do not combine: an object stored with one of those is verified only
-// by hashing it whole, in order (Streaming reports which algorithms need that).
+// SHA-1 and SHA-256 do not combine: an object stored with one of those is verified by
+// hashing its bytes in order as they are read (Sequential).
 package checksum

@@ -42,8 +42,7 @@ type Stats struct {
 	RangeIgnored int64
 	// With Settings.VerifyChecksums: the requests that looked stored checksums up; the
 	// objects whose every byte matched theirs; the objects read to their end with none
-	// stored; and the reads that could not be checked (part of an object, or SHA-1/
-	// SHA-256, which do not combine across parts).
+	// stored; and the reads that could not be checked (part of an object).
 	ChecksumLookups, ChecksumsVerified, ChecksumsMissing, ChecksumsUnchecked int64
 }
 

@@ -487,8 +487,9 @@ func (f *Fetcher) admit(of *ObjectFetch, p *part) error {
 	return nil
 }
 
-// hash computes p's pieces of its object's checksum, on the goroutine that fetched it, so
-// that parts hash in parallel and the reader only folds their values: once the lookup of
+// hash computes p's pieces of its object's CRC, on the goroutine that fetched it, so that
+// parts hash in parallel and the reader only folds their values (a SHA, which does not
+// combine, is hashed by the reader as it takes the parts, objectCheck): once the lookup of
 // the stored checksum ends (it started with the object's first part, and is answered long
 // before a part's body is read), since a composite object's pieces are cut at its parts'
 // ends. A body resumed mid-part fills p.buf once, so no byte is hashed twice.
@@ -499,7 +500,7 @@ func (of *ObjectFetch) hash(p *part) error {
 	if err := of.sum.wait(of.ctx); err != nil {
 		return err
 	}
-	if of.sum.usable {
+	if of.sum.usable && of.sum.st.Algorithm.Combinable() {
 		p.pieces = checksum.Hash(of.sum.st.Algorithm, of.sum.ends, p.off, p.buf, p.pieces[:0])
 	}
 	return nil

@@ -23,7 +23,7 @@ type storedSum struct {
 	// After done: st is the checksum (nil when none is stored); err a failed lookup.
 	st       *checksum.Stored
 	ends     []int64 // st's part ends, where pieces are cut
-	usable   bool    // st is a CRC the parts' pieces verify (Stored.Check)
+	usable   bool    // st can be verified (Stored.Check): a CRC or a SHA
 	err      error
 	requests int
 }

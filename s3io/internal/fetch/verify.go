@@ -24,8 +24,9 @@ func (e *ChecksumError) Unwrap() error { return e.Mismatch }
 // checksum up, and its planned parts then cover it (no tail is read past them); a
 // stream consumes its parts once, in order, and a resumed body fills its part once.
 type objectCheck struct {
-	v      *checksum.Verifier
-	ended  bool // verified, failed, or known not to be verifiable: nothing more to do
+	v      *checksum.Verifier   // a CRC's: the parts' pieces
+	seq    *checksum.Sequential // a SHA's: the parts' bytes, hashed here in order
+	ended  bool                 // verified, failed, or known not to be verifiable: nothing more to do
 	closed bool
 }
 
@@ -33,6 +34,10 @@ type objectCheck struct {
 func (c *objectCheck) parts(of *ObjectFetch, pt *part) error {
 	if !c.start(of) {
 		return nil
+	}
+	if c.seq != nil {
+		err := c.seq.Write(pt.buf)
+		return c.result(of, err, c.seq.Done())
 	}
 	if pt.n == 0 {
 		// An empty object: its value is the empty string's.
@@ -52,7 +57,7 @@ func (c *objectCheck) start(of *ObjectFetch) bool {
 	if c.ended {
 		return false
 	}
-	if c.v != nil {
+	if c.v != nil || c.seq != nil {
 		return true
 	}
 	if of.sum == nil || of.sum.wait(of.ctx) != nil || of.sum.st == nil {
@@ -63,16 +68,26 @@ func (c *objectCheck) start(of *ObjectFetch) bool {
 		c.ended = true
 		return false
 	}
-	c.v = checksum.NewVerifier(of.sum.st, of.obj.Size)
+	if of.sum.st.Algorithm.Combinable() {
+		c.v = checksum.NewVerifier(of.sum.st, of.obj.Size)
+	} else {
+		c.seq = checksum.NewSequential(of.sum.st, of.obj.Size)
+	}
 	return true
 }
 
 func (c *objectCheck) add(of *ObjectFetch, pc checksum.Piece) error {
-	if err := c.v.Add(pc); err != nil {
+	err := c.v.Add(pc)
+	return c.result(of, err, c.v.Done())
+}
+
+// result ends the check on a mismatch, or counts the object verified once done.
+func (c *objectCheck) result(of *ObjectFetch, err error, done bool) error {
+	if err != nil {
 		c.ended = true
 		return &ChecksumError{Bucket: of.reads().bucket, Key: of.obj.Key, ETag: of.obj.ETag, Mismatch: err.(*checksum.Mismatch)}
 	}
-	if c.v.Done() {
+	if done {
 		c.ended = true
 		of.fetcher().checksumsVerified.Add(1)
 	}
@@ -81,8 +96,7 @@ func (c *objectCheck) add(of *ObjectFetch, pc checksum.Piece) error {
 
 // close counts what the stream's read of its object leaves unverified, when it ends: an
 // object read to its end without a stored checksum is missing one; a read of part of an
-// object (a segment, a resume), or of an object whose checksum does not combine (SHA-1,
-// SHA-256), is unchecked.
+// object (a segment, a resume), or of a checksum s3io does not compute, is unchecked.
 func (c *objectCheck) close(of *ObjectFetch) {
 	if c.closed {
 		return
@@ -90,7 +104,7 @@ func (c *objectCheck) close(of *ObjectFetch) {
 	c.closed = true
 	f := of.fetcher()
 	switch {
-	case !f.set.VerifyChecksums || c.v != nil && c.ended:
+	case !f.set.VerifyChecksums || (c.v != nil || c.seq != nil) && c.ended:
 	case of.sum != nil && isDone(of.sum.done) && of.sum.err == nil && of.sum.st == nil:
 		f.checksumsMissing.Add(1)
 	default:
