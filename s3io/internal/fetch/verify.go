@@ -24,10 +24,12 @@ func (e *ChecksumError) Unwrap() error { return e.Mismatch }
 // checksum up, and its planned parts then cover it (no tail is read past them); a
 // stream consumes its parts once, in order, and a resumed body fills its part once.
 type objectCheck struct {
-	v      *checksum.Verifier   // a CRC's: the parts' pieces
-	seq    *checksum.Sequential // a SHA's: the parts' bytes, hashed here in order
-	ended  bool                 // verified, failed, or known not to be verifiable: nothing more to do
-	closed bool
+	v     *checksum.Verifier   // a CRC's: the parts' pieces
+	seq   *checksum.Sequential // a SHA's: the parts' bytes, hashed here in order
+	ended bool                 // verified, failed, or known not to be verifiable: nothing more to do
+	next  int64                // the object offset the next part must start at
+	// settled is set once the object is verified or found corrupt: counted then.
+	settled, closed bool
 }
 
 // parts folds the pieces of pt, the next part of of, in.
@@ -35,6 +37,13 @@ func (c *objectCheck) parts(of *ObjectFetch, pt *part) error {
 	if !c.start(of) {
 		return nil
 	}
+	if pt.off != c.next {
+		// Not the object's bytes from its first, in order (a stream over parts another
+		// stream began): nothing it reads can be checked.
+		c.ended = true
+		return nil
+	}
+	c.next += pt.n
 	if c.seq != nil {
 		err := c.seq.Write(pt.buf)
 		return c.result(of, err, c.seq.Done())
@@ -84,11 +93,11 @@ func (c *objectCheck) add(of *ObjectFetch, pc checksum.Piece) error {
 // result ends the check on a mismatch, or counts the object verified once done.
 func (c *objectCheck) result(of *ObjectFetch, err error, done bool) error {
 	if err != nil {
-		c.ended = true
+		c.ended, c.settled = true, true
 		return &ChecksumError{Bucket: of.reads().bucket, Key: of.obj.Key, ETag: of.obj.ETag, Mismatch: err.(*checksum.Mismatch)}
 	}
 	if done {
-		c.ended = true
+		c.ended, c.settled = true, true
 		of.fetcher().checksumsVerified.Add(1)
 	}
 	return nil
@@ -104,7 +113,7 @@ func (c *objectCheck) close(of *ObjectFetch) {
 	c.closed = true
 	f := of.fetcher()
 	switch {
-	case !f.set.VerifyChecksums || (c.v != nil || c.seq != nil) && c.ended:
+	case !f.set.VerifyChecksums || c.settled:
 	case of.sum != nil && isDone(of.sum.done) && of.sum.err == nil && of.sum.st == nil:
 		f.checksumsMissing.Add(1)
 	default:
