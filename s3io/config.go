@@ -176,10 +176,19 @@ type Config struct {
 	// process sends (0, the default: no cap), for prefixes whose request rate must stay
 	// under S3's per-prefix limits. 503 SlowDown answers slow the worker down in any case.
 	MaxRequestsPerSecond float64
-	// VerifyChecksums asks S3 for the object's stored checksum on every GET and validates
-	// the body against it. Off by default: reads are already pinned to the planned ETag and
-	// the validation costs more CPU than gzip decoding. S3's checksums cover whole objects,
-	// so an object larger than PartBytes is then read with one streamed GET, not in parts.
+	// VerifyChecksums checks every byte of each object read whole against the checksum S3
+	// stores with it — CRC32, CRC32C or CRC64NVME, of the full object or composite per
+	// upload part — while still reading it in parallel ranged parts: each part is hashed as
+	// it arrives and the parts' values are combined in order. A mismatch fails the object
+	// as corrupt, naming the algorithm and both values. It costs one GetObjectAttributes
+	// per object (a HeadObject where a server lacks it; on a server that lists no parts,
+	// also one per part of a composite object), counted in checksum_lookups, and the CPU of
+	// hashing (docs/performance.md, "Verifying checksums"). Objects with no stored checksum
+	// are read and counted (checksums_missing). SHA-1 and SHA-256 checksums, which do not
+	// combine across parts, are hashed in order by the reader as it takes the parts (one
+	// core's ~1.8 GB/s). Reads that cover part of an object (segments, a split's residual)
+	// are not verified (checksums_unchecked; docs/design.md, "Stored checksums"). Off by
+	// default: reads are pinned to the planned ETag already.
 	VerifyChecksums bool
 
 	// How bytes become records.

@@ -10,6 +10,7 @@ import (
 	"github.com/aws/smithy-go"
 	smithyhttp "github.com/aws/smithy-go/transport/http"
 
+	"github.com/spate-io/beam-s3/s3io/internal/checksum"
 	"github.com/spate-io/beam-s3/s3io/internal/decode"
 	"github.com/spate-io/beam-s3/s3io/internal/fetch"
 	"github.com/spate-io/beam-s3/s3io/internal/s3client"
@@ -62,6 +63,12 @@ const (
 	//   - a zip: those of the entry whose CRC-32 fails;
 	//   - framing (a record cut short, malformed JSON, a bad length prefix): the records
 	//     before the byte offset the message names.
+	//
+	//   - Config.VerifyChecksums: an object's stored checksum is checked when its last
+	//     part has been fetched, before that part's bytes are decoded: the records of
+	//     every part before it (a composite checksum's parts are checked each at its end:
+	//     the records of the upload parts before the failing one). The message names the
+	//     algorithm and both values.
 	//
 	// Every record of an object a check refuses is bytes a decoder produced from the
 	// object's stored bytes, never one a framer invented; the Failure's position says
@@ -217,7 +224,10 @@ func classify(err error) (fatal bool, reason Reason) {
 			return false, ReasonOverwritten
 		}
 	}
+	var mismatch *checksum.Mismatch
 	switch {
+	case errors.As(err, &mismatch):
+		return false, ReasonCorrupt
 	case errors.Is(err, s3client.ErrCredentials), errors.Is(err, context.Canceled):
 		return true, ""
 	case errors.Is(err, decode.ErrUnsupported):

@@ -26,6 +26,12 @@ import "github.com/apache/beam/sdks/v2/go/pkg/beam"
 //	body_resumes                     broken response bodies resumed with a ranged GET
 //	range_ignored                    ranged GETs the server answered with the whole object (200):
 //	                                 read exactly, the bytes before the range received and dropped
+//	checksum_lookups                 with Config.VerifyChecksums, the requests that looked up
+//	                                 stored checksums (GetObjectAttributes; HeadObject where not served)
+//	checksums_verified               objects read whole whose every byte matched their stored checksum
+//	checksums_missing                objects read whole that have no stored checksum
+//	checksums_unchecked              reads of part of an object (segments, resumes), which a stored
+//	                                 checksum cannot check
 //	cancelled_gets                   GETs cut short because a split, a failure or the end of a read made them unneeded
 //	dropped_bytes                    bytes fetched and dropped unread: a failed object's, or what a
 //	                                 split, checkpoint or bundle's end handed over and no read took
@@ -62,6 +68,10 @@ var (
 	metricHeadersSkipped  = beam.NewCounter(MetricsNamespace, "headers_skipped")
 	metricBodyResumes     = beam.NewCounter(MetricsNamespace, "body_resumes")
 	metricRangeIgnored    = beam.NewCounter(MetricsNamespace, "range_ignored")
+	metricChecksumLookups = beam.NewCounter(MetricsNamespace, "checksum_lookups")
+	metricChecksumsOK     = beam.NewCounter(MetricsNamespace, "checksums_verified")
+	metricChecksumsNone   = beam.NewCounter(MetricsNamespace, "checksums_missing")
+	metricChecksumsPart   = beam.NewCounter(MetricsNamespace, "checksums_unchecked")
 	metricRawBytes        = beam.NewCounter(MetricsNamespace, "raw_bytes")
 	metricBytes           = beam.NewCounter(MetricsNamespace, "decompressed_bytes")
 	metricRecords         = beam.NewCounter(MetricsNamespace, "records")

@@ -163,6 +163,10 @@ func (fn *reader) reportFetches(ctx context.Context) {
 	metricCancelledGets.Inc(ctx, st.Cancelled)
 	metricDroppedBytes.Inc(ctx, st.Dropped)
 	metricRangeIgnored.Inc(ctx, st.RangeIgnored)
+	metricChecksumLookups.Inc(ctx, st.ChecksumLookups)
+	metricChecksumsOK.Inc(ctx, st.ChecksumsVerified)
+	metricChecksumsNone.Inc(ctx, st.ChecksumsMissing)
+	metricChecksumsPart.Inc(ctx, st.ChecksumsUnchecked)
 	if st.RangeIgnored > 0 && fn.warnedRange.CompareAndSwap(false, true) {
 		log.Warnf(ctx, "s3io: %d ranged GETs were answered with the whole object (200, not 206): the server or a proxy in front of it ignores Range. Reads stay exact (the bytes before each range are discarded), but each costs the object's bytes up to its range; counter %s/range_ignored counts them. Warned once per reader.",
 			st.RangeIgnored, MetricsNamespace)

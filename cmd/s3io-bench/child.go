@@ -45,8 +45,10 @@ type childResult struct {
 	// FetchedBytes is what s3io's reads and the planner's probes received (its raw_bytes and
 	// probe_bytes counters); 0 for a variant that is not s3io.
 	FetchedBytes int64
-	VmHWMKiB     int64
-	Error        string
+	// ChecksumsVerified is s3io's checksums_verified counter: the objects s3io-verify checked.
+	ChecksumsVerified int64
+	VmHWMKiB          int64
+	Error             string
 }
 
 // benchNamespace holds the counting DoFns' counters.
@@ -116,7 +118,8 @@ type childJob struct {
 // buffers and the split target the flags set.
 func (j *childJob) s3ioConfig() s3io.Config {
 	return s3io.Config{Bucket: j.Bucket, Prefix: j.Prefix + "/", Endpoint: j.Endpoint, UsePathStyle: true, Region: "us-east-1",
-		ReadBufferBytes: j.ReadBufferBytes, WorkerBufferBytes: j.WorkerBufferBytes, SplitTargetBytes: j.SplitTargetBytes}
+		ReadBufferBytes: j.ReadBufferBytes, WorkerBufferBytes: j.WorkerBufferBytes, SplitTargetBytes: j.SplitTargetBytes,
+		VerifyChecksums: j.Variant == variantS3ioVerify}
 }
 
 // childMain runs one variant over one prefix and writes its result file.
@@ -172,7 +175,7 @@ func (j *childJob) run(ctx context.Context, res *childResult) error {
 	}
 	p, s := beam.NewPipelineWithRoot()
 	switch j.Variant {
-	case variantS3io, variantS3ioUnshaped, variantS3ioDirect, variantIdle:
+	case variantS3io, variantS3ioUnshaped, variantS3ioDirect, variantS3ioVerify, variantIdle:
 		beam.ParDo0(s, &countRecordsFn{}, s3io.Read(s, j.s3ioConfig()))
 	case variantS3ioBatches:
 		readBatches(s, j.s3ioConfig())
@@ -203,6 +206,7 @@ func runPipeline(ctx context.Context, p *beam.Pipeline, res *childResult) error 
 	// s3io's own counters go to the run's log.
 	sc := s3test.Counters(pr, s3io.MetricsNamespace)
 	res.FetchedBytes = sc["raw_bytes"] + sc["probe_bytes"]
+	res.ChecksumsVerified = sc["checksums_verified"]
 	fmt.Fprintf(os.Stderr, "sink counted %d records, %d bytes; s3io counters %v\n", res.Records, res.Bytes, sc)
 	if err != nil {
 		return fmt.Errorf("pipeline: %w", err)

@@ -18,7 +18,10 @@
 // 30 ms before each request and paces each response to 90 MB/s, and compares s3io through
 // it with the loop at 1, 2 and 32 GETs in flight, with s3io through the unshaped proxy
 // (s3io-unshaped) and with s3io straight to the server (s3io-direct); loop2-direct is loop2
-// straight to the server, for the two-core floor. --small adds 4,096 plain objects of
+// straight to the server, for the two-core floor. s3io-verify is s3io with VerifyChecksums
+// (through the proxy, shaped with --shape): its rows give its speed against s3io's and the
+// CPU seconds per GiB the verification adds (versitygw stores a full-object CRC64NVME
+// for each object, as S3 does for one uploaded without a checksum). --small adds 4,096 plain objects of
 // 64 KiB, where request latency dominates.
 //
 // The report ends with issue 20's rows, ratios of medians measured in the one run: the
@@ -101,6 +104,7 @@ const (
 	variantS3io         = "s3io"
 	variantS3ioUnshaped = "s3io-unshaped"
 	variantS3ioDirect   = "s3io-direct"
+	variantS3ioVerify   = "s3io-verify"  // s3io with Config.VerifyChecksums, through the proxy (shaped with --shape)
 	variantLoop2Direct  = "loop2-direct" // loop2 straight to the server with --shape: the two-core floor's loop on loopback
 	variantTextio       = "textio"
 	variantFloor        = "floor" // the same records emitted from memory: Beam's per-element floor
@@ -110,7 +114,7 @@ const (
 var (
 	defaultVariants = []string{variantLoop1, variantLoop2, variantS3io, variantTextio, variantFloor}
 	shapeVariants   = []string{variantS3io, variantLoop1, variantLoop2, variantLoop32, variantS3ioUnshaped, variantS3ioDirect, variantFloor, variantLoop2Direct}
-	knownVariants   = []string{variantLoop1, variantLoop2, variantLoop32, variantS3io, variantS3ioUnshaped, variantS3ioDirect, variantTextio, variantFloor, variantLib, variantLoop2Direct, variantS3ioBatches}
+	knownVariants   = []string{variantLoop1, variantLoop2, variantLoop32, variantS3io, variantS3ioUnshaped, variantS3ioDirect, variantTextio, variantFloor, variantLib, variantLoop2Direct, variantS3ioBatches, variantS3ioVerify}
 	loopReaders     = map[string]int{variantLoop1: 1, variantLoop2: 2, variantLoop32: 32, variantLoop2Direct: 2}
 )
 
@@ -305,7 +309,7 @@ func (o *options) prefixes() []string {
 // records in memory, small/ only with s3io (shaped and unshaped) and the loops but
 // loop2-direct, a codec prefix only with s3io and lib, and lib only on a codec prefix.
 func reads(prefix, variant string) bool {
-	isS3io := variant == variantS3io || variant == variantS3ioUnshaped || variant == variantS3ioDirect
+	isS3io := variant == variantS3io || variant == variantS3ioUnshaped || variant == variantS3ioDirect || variant == variantS3ioVerify
 	switch {
 	case codecOf(prefix) != nil:
 		return isS3io || variant == variantLib || variant == variantS3ioBatches

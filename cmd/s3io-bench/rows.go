@@ -15,6 +15,7 @@ const (
 	targetBatchesRead = 2.0  // s3io-batches records/s ≥ 2 × s3io's
 	targetBatchesLoop = 0.5  // s3io-batches records/s ≥ 0.5 × loop2's
 	targetRSSMiB      = 256  // every s3io run's peak RSS below 256 MiB
+	targetVerify      = 0.9  // s3io-verify ≥ 0.9 × s3io through the same proxy (issue 33)
 )
 
 // rowsTable is issue 20's table: a column per dataset (the formats, then small/), rows of
@@ -268,6 +269,21 @@ func (b *benchRun) issueRows() *rowsTable {
 		rb.add("s3io-batches (ReadBatches)", na, each([]string{variantS3ioBatches}, recs))
 		rb.add("s3io-batches ÷ s3io, records/s", fmt.Sprintf("≥ %.2f", targetBatchesRead), each([]string{variantS3ioBatches, variantS3io}, perRecord(targetBatchesRead)))
 		rb.add("s3io-batches ÷ loop2, records/s", fmt.Sprintf("≥ %.2f", targetBatchesLoop), each([]string{variantS3ioBatches, variantLoop2}, perRecord(targetBatchesLoop)))
+	}
+
+	// VerifyChecksums against the same read without it, and the CPU it adds per GiB stored.
+	if slices.Contains(o.variants, variantS3ioVerify) {
+		rb.add("s3io with VerifyChecksums (s3io-verify)", na, onlyFormats(each([]string{variantS3ioVerify}, func(_ string, cs []*cell) string {
+			return fmt.Sprintf("%.0f MB/s, %d objects verified", cs[0].stats().mbps, cs[0].ok[0].child.ChecksumsVerified)
+		})))
+		rb.add("s3io-verify ÷ s3io", fmt.Sprintf("≥ %.2f", targetVerify), onlyFormats(each([]string{variantS3ioVerify, variantS3io}, divide(targetVerify))))
+		rb.add("CPU s per GiB stored, s3io-verify − s3io (medians)", na, onlyFormats(each([]string{variantS3ioVerify, variantS3io}, func(_ string, cs []*cell) string {
+			if cs[0].want == nil || cs[0].want.StoredBytes == 0 {
+				return ""
+			}
+			gib := float64(cs[0].want.StoredBytes) / (1 << 30)
+			return fmt.Sprintf("%+.3f (%.2f − %.2f s)", (cs[0].stats().cpu-cs[1].stats().cpu)/gib, cs[0].stats().cpu, cs[1].stats().cpu)
+		})))
 	}
 
 	// Peak RSS: the highest of any run, per s3io variant.

@@ -44,6 +44,10 @@ type Fault struct {
 	// A reset lands at least one byte in and one byte short of the end; a body too short for
 	// that is not broken. They override ResetAfter and StallAfter.
 	ResetAt, StallAt float64
+	// Flip inverts the low bit of the body's byte at FlipAt (counted from the body's
+	// first byte): a body corrupted in transit, with its length and headers intact.
+	Flip   bool
+	FlipAt int64
 }
 
 // Sized returns f with ResetAt and StallAt turned into ResetAfter and StallAfter for a
@@ -300,6 +304,9 @@ func (p *Proxy) serve(w http.ResponseWriter, r *http.Request) {
 		}
 		k, rerr := resp.Body.Read(buf[:limit])
 		if k > 0 {
+			if fault.Flip && fault.FlipAt >= sent && fault.FlipAt < sent+int64(k) {
+				buf[fault.FlipAt-sent] ^= 1
+			}
 			p.mu.Lock()
 			entry.Bytes += int64(k)
 			p.mu.Unlock()

@@ -22,8 +22,9 @@ type Settings struct {
 	ReadTimeout time.Duration
 	// MaxAttempts bounds the requests that resume one read's broken bodies.
 	MaxAttempts int
-	// VerifyChecksums asks S3 to validate whole-object GETs against the stored checksum; a
-	// Fetcher then streams an object larger than a part with one GET instead of parts.
+	// VerifyChecksums checks every read of a whole object against its stored checksum:
+	// its parts are hashed as they are fetched and their values combined in order
+	// (internal/checksum), against the value one lookup per object finds (stored.go).
 	VerifyChecksums bool
 	// PartBytes is the size of the ranged GETs a Fetcher cuts objects into.
 	PartBytes int64
@@ -41,16 +42,27 @@ type Stats struct {
 	// RangeIgnored counts ranged GETs the server answered with the whole object (200): read
 	// correctly, at the cost of the object's bytes before the range (counted in Received).
 	RangeIgnored int64
+	// With Settings.VerifyChecksums: the requests that looked stored checksums up; the
+	// objects whose every byte matched theirs; the objects read to their end with none
+	// stored; and the reads that could not be checked (part of an object).
+	ChecksumLookups, ChecksumsVerified, ChecksumsMissing, ChecksumsUnchecked int64
 }
 
 // Since returns what was transferred after s0 was taken.
 func (s Stats) Since(s0 Stats) Stats {
-	return Stats{Gets: s.Gets - s0.Gets, Resumes: s.Resumes - s0.Resumes, Received: s.Received - s0.Received,
-		Cancelled: s.Cancelled - s0.Cancelled, Dropped: s.Dropped - s0.Dropped, RangeIgnored: s.RangeIgnored - s0.RangeIgnored}
+	return s.Plus(s0.neg())
+}
+
+func (s Stats) neg() Stats {
+	return Stats{Gets: -s.Gets, Resumes: -s.Resumes, Received: -s.Received, Cancelled: -s.Cancelled, Dropped: -s.Dropped,
+		RangeIgnored: -s.RangeIgnored, ChecksumLookups: -s.ChecksumLookups, ChecksumsVerified: -s.ChecksumsVerified,
+		ChecksumsMissing: -s.ChecksumsMissing, ChecksumsUnchecked: -s.ChecksumsUnchecked}
 }
 
 // Plus returns the sum of s and t.
 func (s Stats) Plus(t Stats) Stats {
 	return Stats{Gets: s.Gets + t.Gets, Resumes: s.Resumes + t.Resumes, Received: s.Received + t.Received,
-		Cancelled: s.Cancelled + t.Cancelled, Dropped: s.Dropped + t.Dropped, RangeIgnored: s.RangeIgnored + t.RangeIgnored}
+		Cancelled: s.Cancelled + t.Cancelled, Dropped: s.Dropped + t.Dropped, RangeIgnored: s.RangeIgnored + t.RangeIgnored,
+		ChecksumLookups: s.ChecksumLookups + t.ChecksumLookups, ChecksumsVerified: s.ChecksumsVerified + t.ChecksumsVerified,
+		ChecksumsMissing: s.ChecksumsMissing + t.ChecksumsMissing, ChecksumsUnchecked: s.ChecksumsUnchecked + t.ChecksumsUnchecked}
 }

@@ -6,6 +6,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/spate-io/beam-s3/s3io/internal/checksum"
 )
 
 // A Fetcher keeps a reader's GETs in flight: real S3 answers each request after tens of
@@ -47,7 +49,8 @@ type Fetcher struct {
 	// moving average over parts; 0 before the first).
 	firstByte atomic.Int64
 
-	gotten, resumes, received, cancelled, dropped, rangeIgnored atomic.Int64
+	gotten, resumes, received, cancelled, dropped, rangeIgnored              atomic.Int64
+	checksumLookups, checksumsVerified, checksumsMissing, checksumsUnchecked atomic.Int64
 }
 
 // ObjectFetch is one object's byte range being fetched in parts: [from, planEnd) is fetched
@@ -73,8 +76,10 @@ type ObjectFetch struct {
 	// issuing scheduler only; a handover passes them on under mu).
 	next      int64
 	issuedAny bool
-	// streamed objects are not fetched ahead: their reader streams them with one GET.
-	streamed bool
+	// sum is the lookup of the object's stored checksum, for a read of the whole object
+	// with Settings.VerifyChecksums (nil otherwise): each part hashes what it fetched
+	// once it is known, and the stream folds the parts' values in order.
+	sum      *storedSum
 	stopBind func() bool // ends the link Bind made to a read's context
 
 	// mu orders the object's state, and its live parts' budget, between the fetchers it
@@ -119,6 +124,9 @@ type part struct {
 	b     *Budget // the budget it is counted in; nil while its object is frozen
 	stage partStage
 	buf   []byte // its buffer, once admitted
+	// pieces are the checksums of buf, cut at a composite object's part ends, when its
+	// object is verified (ObjectFetch.hash).
+	pieces []checksum.Piece
 
 	done chan struct{}
 	err  error
@@ -173,9 +181,10 @@ func (f *Fetcher) Add(gets *Gets, o Object, r Range) *ObjectFetch {
 	of := &ObjectFetch{gets: gets, obj: o, from: r.From, planEnd: r.PlanEnd, tail: r.TailWindow, ctx: ctx, cancel: cancel,
 		parts: make(chan *part, n), next: r.From}
 	of.f.Store(f)
-	if f.set.VerifyChecksums && r.From == 0 && r.PlanEnd == o.Size && o.Size > f.set.PartBytes {
-		// S3 checksums cover whole objects, so a checksummed read cannot be cut into parts.
-		of.streamed, of.planEnd = true, 0
+	if f.set.VerifyChecksums && r.From == 0 && r.PlanEnd == o.Size {
+		// Only a read from the object's first byte can end verified: a stored checksum
+		// covers the whole object (or a composite's parts).
+		of.sum = lookupStored(ctx, gets, o, &f.checksumLookups)
 	}
 	f.mu.Lock()
 	f.enqueue(of)
@@ -250,7 +259,7 @@ func (f *Fetcher) schedule() {
 
 // more reports whether of has parts left to issue.
 func (of *ObjectFetch) more() bool {
-	return !of.streamed && (of.next < of.planEnd || !of.issuedAny)
+	return of.next < of.planEnd || !of.issuedAny
 }
 
 // issue starts the parts of of, in order, until every one is issued or ctx ends.
@@ -403,6 +412,7 @@ func (f *Fetcher) fetch(of *ObjectFetch, p *part, gets *Gets) {
 		p.err = r.readFull(p.buf)
 		if p.err == nil {
 			f.delivered(p.n, start.Sub(answered), time.Since(start))
+			p.err = of.hash(p)
 		}
 	} else {
 		of.abandon(p)
@@ -477,6 +487,25 @@ func (f *Fetcher) admit(of *ObjectFetch, p *part) error {
 	return nil
 }
 
+// hash computes p's pieces of its object's CRC, on the goroutine that fetched it, so that
+// parts hash in parallel and the reader only folds their values (a SHA, which does not
+// combine, is hashed by the reader as it takes the parts, objectCheck): once the lookup of
+// the stored checksum ends (it started with the object's first part, and is answered long
+// before a part's body is read), since a composite object's pieces are cut at its parts'
+// ends. A body resumed mid-part fills p.buf once, so no byte is hashed twice.
+func (of *ObjectFetch) hash(p *part) error {
+	if of.sum == nil {
+		return nil
+	}
+	if err := of.sum.wait(of.ctx); err != nil {
+		return err
+	}
+	if of.sum.usable && of.sum.st.Algorithm.Combinable() {
+		p.pieces = checksum.Hash(of.sum.st.Algorithm, of.sum.ends, p.off, p.buf, p.pieces[:0])
+	}
+	return nil
+}
+
 // abandon takes p, which ends before it was admitted, out of its budget's promises, and
 // passes its turn on once it comes.
 func (of *ObjectFetch) abandon(p *part) {
@@ -523,7 +552,9 @@ func ProcessReceived() int64 { return processReceived.Load() }
 // Stats returns what the fetcher's requests transferred so far.
 func (f *Fetcher) Stats() Stats {
 	return Stats{Gets: f.gotten.Load(), Resumes: f.resumes.Load(), Received: f.received.Load(),
-		Cancelled: f.cancelled.Load(), Dropped: f.dropped.Load(), RangeIgnored: f.rangeIgnored.Load()}
+		Cancelled: f.cancelled.Load(), Dropped: f.dropped.Load(), RangeIgnored: f.rangeIgnored.Load(),
+		ChecksumLookups: f.checksumLookups.Load(), ChecksumsVerified: f.checksumsVerified.Load(),
+		ChecksumsMissing: f.checksumsMissing.Load(), ChecksumsUnchecked: f.checksumsUnchecked.Load()}
 }
 
 // release returns p's buffer to the pool and its room to the budget it is counted in. A

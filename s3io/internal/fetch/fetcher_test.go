@@ -238,9 +238,10 @@ func TestFetcherCloseUnread(t *testing.T) {
 	settleGoroutines(t)
 }
 
-// With VerifyChecksums an object larger than a part is streamed with one whole-object GET,
-// because S3 validates checksums of whole objects only; smaller ones are one part anyway.
-func TestVerifyChecksumsReadsWholeObjects(t *testing.T) {
+// With VerifyChecksums objects are still read in ranged parts. The in-process server
+// stores no checksum and serves no GetObjectAttributes: the lookup falls back to a
+// HeadObject, and each object is read whole and counted as missing its checksum.
+func TestVerifyChecksumsWithoutStoredChecksums(t *testing.T) {
 	fx := newFixture(t, 16<<10, 64<<10, 4, []int{100 << 10, 5 << 10, 0})
 	fx.set.VerifyChecksums = true
 	fx.newGets()
@@ -253,11 +254,15 @@ func TestVerifyChecksumsReadsWholeObjects(t *testing.T) {
 		if err != nil || !bytes.Equal(got, fx.data[i]) {
 			t.Fatalf("%s: %d bytes, %v", m.Key, len(got), err)
 		}
-		if reqs := fx.srv.Requests(m.Key); len(reqs) != 1 || reqs[0].Range != "" {
-			t.Errorf("%s: GETs %+v, want one whole-object GET", m.Key, reqs)
+		// The server answers GetObjectAttributes (GET ?attributes) as a GET of the object.
+		if reqs, want := fx.srv.Requests(m.Key), max((m.Size+16<<10-1)/(16<<10), 1)+1; int64(len(reqs)) != want {
+			t.Errorf("%s: GETs %+v, want the lookup and %d parts", m.Key, reqs, want-1)
 		}
 	}
 	f.Close()
+	if st := f.Stats(); st.ChecksumsMissing != 3 || st.ChecksumsVerified != 0 || st.ChecksumLookups != 6 {
+		t.Errorf("stats %+v: want 3 objects missing a checksum, after 2 lookups each", st)
+	}
 	settleGoroutines(t)
 }
 

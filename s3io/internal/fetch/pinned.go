@@ -14,7 +14,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/aws/retry"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
-	"github.com/aws/aws-sdk-go-v2/service/s3/types"
 
 	"github.com/spate-io/beam-s3/s3io/internal/s3client"
 )
@@ -121,9 +120,6 @@ func (r *PinnedReader) request(limit int64) error {
 	// A whole-object GET sends no Range: S3 answers "bytes=0-" on an empty object with 416.
 	if r.pos > 0 || limit < r.obj.Size {
 		in.Range = aws.String("bytes=" + strconv.FormatInt(r.pos, 10) + "-" + strconv.FormatInt(limit-1, 10))
-	} else if r.g.set.VerifyChecksums {
-		// Checksums cover whole objects only; a ranged GET cannot be validated.
-		in.ChecksumMode = types.ChecksumModeEnabled
 	}
 	r.gets++
 	r.requested += limit - r.pos

@@ -22,6 +22,7 @@ type Stream struct {
 	pos    atomic.Int64 // object offset of the next byte Read returns
 	done   bool         // the planned parts are all consumed
 	tail   *PinnedReader
+	check  objectCheck
 }
 
 func (s *Stream) Read(p []byte) (int, error) {
@@ -65,6 +66,11 @@ func (s *Stream) Read(p []byte) (int, error) {
 		// What the reader waited for tells the budget whether more bytes in flight would
 		// have helped.
 		s.of.fetcher().budget.partRead(waited)
+		if pt.err == nil {
+			// A part's pieces are checked before any of its bytes is returned: a corrupt
+			// composite part, or an object's last, fails before its records are framed.
+			pt.err = s.check.parts(s.of, pt)
+		}
 		if pt.err != nil {
 			s.of.release(pt)
 			return 0, pt.err
@@ -73,20 +79,16 @@ func (s *Stream) Read(p []byte) (int, error) {
 	}
 }
 
-// readTail streams what the planned parts do not cover: a streamed object whole, or what
-// lies past the planned range, in requests of the range's tail window.
+// readTail streams what lies past the planned range, in requests of the range's tail
+// window.
 func (s *Stream) readTail(p []byte) (int, error) {
 	if s.tail == nil {
 		of := s.of
 		pos := s.pos.Load()
-		if !of.streamed && (pos >= of.obj.Size || of.planEnd >= of.obj.Size) {
+		if pos >= of.obj.Size || of.planEnd >= of.obj.Size {
 			return 0, io.EOF
 		}
-		if of.streamed {
-			s.tail = of.reads().Open(of.ctx, of.obj, pos, of.obj.Size)
-		} else {
-			s.tail = of.reads().OpenWindowed(of.ctx, of.obj, pos, of.obj.Size, of.tail)
-		}
+		s.tail = of.reads().OpenWindowed(of.ctx, of.obj, pos, of.obj.Size, of.tail)
 	}
 	n, err := s.tail.Read(p)
 	s.pos.Add(int64(n))
@@ -98,6 +100,7 @@ func (s *Stream) Consumed() int64 { return s.pos.Load() - s.of.from }
 
 // Close releases what the stream holds and drops the object's remaining parts.
 func (s *Stream) Close() {
+	s.check.close(s.of)
 	if s.cur != nil {
 		s.of.release(s.cur)
 		s.cur = nil

@@ -1,0 +1,305 @@
+package integration
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/apache/beam/sdks/v2/go/pkg/beam"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/options/jobopts"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/register"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/testing/passert"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/testing/ptest"
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/aws/aws-sdk-go-v2/service/s3/types"
+
+	"github.com/spate-io/beam-s3/internal/faultproxy"
+	"github.com/spate-io/beam-s3/internal/s3test"
+	"github.com/spate-io/beam-s3/internal/versitygw"
+	"github.com/spate-io/beam-s3/s3io"
+)
+
+func init() {
+	register.DoFn2x0[[]byte, func(string)](&recordsNotFrom{})
+	register.Function1x1(failureMessage)
+}
+
+// recordsNotFrom emits the records that do not name one of Srcs as their source.
+type recordsNotFrom struct{ Srcs []string }
+
+func (fn *recordsNotFrom) ProcessElement(rec []byte, emit func(string)) {
+	for _, src := range fn.Srcs {
+		if bytes.Contains(rec, []byte(`"src":"`+src+`"`)) {
+			return
+		}
+	}
+	emit(string(rec))
+}
+
+// checksummedRecords returns n NDJSON records of about 1 KiB from src, and their text.
+func checksummedRecords(src string, n int) (string, []string) {
+	pad := strings.Repeat("x", 1000)
+	var b strings.Builder
+	recs := make([]string, n)
+	for i := range recs {
+		recs[i] = fmt.Sprintf(`{"src":%q,"i":%d,"pad":%q}`, src, i, pad)
+		b.WriteString(recs[i])
+		b.WriteByte('\n')
+	}
+	return b.String(), recs
+}
+
+// awsCLI runs the AWS CLI against the gateway, with 5 MiB multipart parts so that an
+// object of 11 MiB is uploaded in three.
+func awsCLI(t *testing.T, g *versitygw.Gateway, args ...string) {
+	t.Helper()
+	if _, err := exec.LookPath("aws"); err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("the AWS CLI is missing: pip install awscli==1.45.11 awscrt==0.32.2")
+		}
+		t.Skip("the AWS CLI is missing: pip install awscli==1.45.11 awscrt==0.32.2")
+	}
+	dir := t.TempDir()
+	conf := filepath.Join(dir, "config")
+	if err := os.WriteFile(conf, []byte("[default]\ns3 =\n  multipart_threshold = 5MB\n  multipart_chunksize = 5MB\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command("aws", append([]string{"--endpoint-url", g.URL}, args...)...)
+	cmd.Env = append(os.Environ(), "AWS_ACCESS_KEY_ID="+versitygw.AccessKey, "AWS_SECRET_ACCESS_KEY="+versitygw.SecretKey,
+		"AWS_DEFAULT_REGION=us-east-1", "AWS_CONFIG_FILE="+conf, "AWS_SHARED_CREDENTIALS_FILE="+filepath.Join(dir, "none"))
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("aws %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+}
+
+// sdkMultipart uploads data in 5 MiB parts with the SDK, with a composite or full-object
+// checksum of alg.
+func sdkMultipart(t *testing.T, c *s3.Client, bucket, key string, data []byte, alg types.ChecksumAlgorithm, typ types.ChecksumType) {
+	t.Helper()
+	ctx := context.Background()
+	up, err := c.CreateMultipartUpload(ctx, &s3.CreateMultipartUploadInput{Bucket: aws.String(bucket), Key: aws.String(key),
+		ChecksumAlgorithm: alg, ChecksumType: typ})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var parts []types.CompletedPart
+	for i := 0; len(data) > 0; i++ {
+		n := min(len(data), 5<<20)
+		out, err := c.UploadPart(ctx, &s3.UploadPartInput{Bucket: aws.String(bucket), Key: aws.String(key), UploadId: up.UploadId,
+			PartNumber: aws.Int32(int32(i + 1)), Body: bytes.NewReader(data[:n]), ChecksumAlgorithm: alg})
+		if err != nil {
+			t.Fatal(err)
+		}
+		parts = append(parts, types.CompletedPart{ETag: out.ETag, PartNumber: aws.Int32(int32(i + 1)),
+			ChecksumCRC32: out.ChecksumCRC32, ChecksumCRC32C: out.ChecksumCRC32C, ChecksumCRC64NVME: out.ChecksumCRC64NVME})
+		data = data[n:]
+	}
+	if _, err := c.CompleteMultipartUpload(ctx, &s3.CompleteMultipartUploadInput{Bucket: aws.String(bucket), Key: aws.String(key),
+		UploadId: up.UploadId, ChecksumType: typ, MultipartUpload: &types.CompletedMultipartUpload{Parts: parts}}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// checksummedPrefix uploads objects with every kind of checksum the AWS CLI and the SDK
+// write, whole and multipart, and one with none; it returns their records and keys.
+func checksummedPrefix(t *testing.T, g *versitygw.Gateway, bucket string) (want []string, sizes map[string]int) {
+	g.CreateBucket(t, bucket)
+	dir := t.TempDir()
+	sizes = map[string]int{}
+	add := func(key string, recs []string) {
+		want = append(want, recs...)
+		for _, r := range recs {
+			sizes[key] += len(r) + 1
+		}
+	}
+	for _, alg := range []string{"CRC32", "CRC32C", "CRC64NVME", "SHA1", "SHA256", ""} {
+		for _, size := range []struct {
+			name string
+			n    int
+		}{{"small", 300}, {"multipart", 11 << 10}} {
+			name := fmt.Sprintf("cli-%s-%s", size.name, cmpOr(alg, "default"))
+			text, recs := checksummedRecords(name, size.n)
+			file := filepath.Join(dir, name)
+			if err := os.WriteFile(file, []byte(text), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			args := []string{"s3", "cp", "--only-show-errors", file, "s3://" + bucket + "/c/" + name}
+			if alg != "" {
+				args = append(args, "--checksum-algorithm", alg)
+			}
+			awsCLI(t, g, args...)
+			add("c/"+name, recs)
+		}
+	}
+	text, recs := checksummedRecords("sdk-composite-crc32c", 11<<10)
+	sdkMultipart(t, g.Client, bucket, "c/sdk-composite-crc32c", []byte(text), types.ChecksumAlgorithmCrc32c, types.ChecksumTypeComposite)
+	add("c/sdk-composite-crc32c", recs)
+	text, recs = checksummedRecords("sdk-full-crc64nvme", 11<<10)
+	sdkMultipart(t, g.Client, bucket, "c/sdk-full-crc64nvme", []byte(text), types.ChecksumAlgorithmCrc64nvme, types.ChecksumTypeFullObject)
+	add("c/sdk-full-crc64nvme", recs)
+	text, recs = checksummedRecords("sdk-put-crc32c", 2000)
+	if _, err := g.Client.PutObject(context.Background(), &s3.PutObjectInput{Bucket: aws.String(bucket), Key: aws.String("c/sdk-put-crc32c"),
+		Body: strings.NewReader(text), ChecksumAlgorithm: types.ChecksumAlgorithmCrc32c}); err != nil {
+		t.Fatal(err)
+	}
+	add("c/sdk-put-crc32c", recs)
+	// Without a checksum: the SDK sends none (versitygw then stores a CRC64NVME).
+	text, recs = checksummedRecords("sdk-put-none", 2000)
+	if _, err := g.Client.PutObject(context.Background(), &s3.PutObjectInput{Bucket: aws.String(bucket), Key: aws.String("c/sdk-put-none"),
+		Body: strings.NewReader(text)}, func(o *s3.Options) { o.RequestChecksumCalculation = aws.RequestChecksumCalculationWhenRequired }); err != nil {
+		t.Fatal(err)
+	}
+	add("c/sdk-put-none", recs)
+	return want, sizes
+}
+
+func cmpOr(s, d string) string {
+	if s == "" {
+		return d
+	}
+	return s
+}
+
+// Objects the AWS CLI and the SDK wrote with every checksum they write are read with
+// VerifyChecksums in ranged parts, exactly, and each ends verified.
+func TestVerifyChecksums(t *testing.T) {
+	g := versitygw.Start(t)
+	p := faultproxy.New(t, g.URL)
+	want, sizes := checksummedPrefix(t, g, "sums")
+	// One part of a composite object breaks halfway: it resumes from its next byte, and
+	// its bytes are hashed once.
+	var mu sync.Mutex
+	broken := ""
+	p.DecideGet = func(key, rng string, n int) faultproxy.Fault {
+		mu.Lock()
+		defer mu.Unlock()
+		if key != "c/cli-multipart-CRC32C" || broken != "" || !strings.HasPrefix(rng, "bytes=2") {
+			return faultproxy.Fault{}
+		}
+		broken = rng
+		return faultproxy.Fault{ResetAt: 0.5}
+	}
+	// No splits: each object is read whole by one restriction, so that each ends verified.
+	old := *jobopts.Experiments
+	*jobopts.Experiments = "prism_disable_sdf_split"
+	defer func() { *jobopts.Experiments = old }()
+	const partBytes = 1 << 20
+	cfg := s3io.Config{Bucket: "sums", Prefix: "c/", Endpoint: p.URL, UsePathStyle: true, VerifyChecksums: true, PartBytes: partBytes}
+	pl, s := beam.NewPipelineWithRoot()
+	records, fails := s3io.ReadWithFailures(s, cfg)
+	passert.EqualsList(s, beam.ParDo(s, s3test.RecordString, records), want)
+	passert.Empty(s, fails)
+	pr, err := ptest.RunWithMetrics(pl)
+	if err != nil {
+		t.Fatalf("pipeline failed: %v", err)
+	}
+	c := s3test.Counters(pr, s3io.MetricsNamespace)
+	// versitygw, like S3, stores a CRC64NVME for an object uploaded without a checksum.
+	if c["checksums_verified"] != int64(len(sizes)) || c["checksums_missing"] != 0 || c["checksums_unchecked"] != 0 {
+		t.Errorf("counters %v: want %d objects verified", c, len(sizes))
+	}
+	if broken == "" || c["body_resumes"] != 1 {
+		t.Errorf("counters %v, broken part %q: want one part broken and resumed", c, broken)
+	}
+	for k, size := range sizes {
+		// Parts of at most PartBytes: every byte verified, still read in parallel parts.
+		// (The proxy logs GetObjectAttributes, GET ?attributes, as an object GET too; an
+		// object within one part is one whole-object GET.)
+		ranged := 0
+		for _, g := range p.Gets(k) {
+			if g.Range != "" {
+				ranged++
+			}
+		}
+		if size > partBytes && ranged < (size+partBytes-1)/partBytes {
+			t.Errorf("%s: %d ranged GETs of %d bytes, want it read in parts of at most %d", k, ranged, size, partBytes)
+		}
+	}
+	t.Logf("counters: %v", c)
+}
+
+// A proxy flips one bit in one ranged part of a full-object CRC64NVME object and of a
+// composite CRC32C one: exactly those two fail, as corrupt, naming the algorithm and both
+// values, and every other object reads exactly.
+func TestVerifyChecksumsCorruptPart(t *testing.T) {
+	g := versitygw.Start(t)
+	p := faultproxy.New(t, g.URL)
+	want, _ := checksummedPrefix(t, g, "flipped")
+	corrupted := map[string]string{"c/cli-multipart-CRC64NVME": "CRC64NVME", "c/sdk-composite-crc32c": "CRC32C"}
+	var srcs []string
+	for k := range corrupted {
+		srcs = append(srcs, strings.TrimPrefix(k, "c/"))
+	}
+	var mu sync.Mutex
+	flipped := map[string]string{}
+	p.DecideGet = func(key, rng string, n int) faultproxy.Fault {
+		mu.Lock()
+		defer mu.Unlock()
+		// The first part after the object's first 4 MiB: a later part of its upload.
+		if _, ok := corrupted[key]; !ok || flipped[key] != "" || !strings.HasPrefix(rng, "bytes=") {
+			return faultproxy.Fault{}
+		}
+		var from int64
+		fmt.Sscanf(rng, "bytes=%d-", &from)
+		if from < 4<<20 {
+			return faultproxy.Fault{}
+		}
+		flipped[key] = rng
+		return faultproxy.Fault{Flip: true, FlipAt: 100}
+	}
+	old := *jobopts.Experiments
+	*jobopts.Experiments = "prism_disable_sdf_split"
+	defer func() { *jobopts.Experiments = old }()
+	cfg := s3io.Config{Bucket: "flipped", Prefix: "c/", Endpoint: p.URL, UsePathStyle: true, VerifyChecksums: true, PartBytes: 1 << 20}
+	pl, s := beam.NewPipelineWithRoot()
+	records, fails := s3io.ReadWithFailures(s, cfg)
+	var others []string
+	for _, r := range want {
+		keep := true
+		for _, src := range srcs {
+			keep = keep && !strings.Contains(r, `"src":"`+src+`"`)
+		}
+		if keep {
+			others = append(others, r)
+		}
+	}
+	passert.EqualsList(s, beam.ParDo(s, &recordsNotFrom{Srcs: srcs}, records), others)
+	failures := beam.ParDo(s, failureMessage, fails)
+	var wantFailures []string
+	for k, alg := range corrupted {
+		wantFailures = append(wantFailures, k+"|corrupt|"+alg)
+	}
+	passert.EqualsList(s, failures, wantFailures)
+	pr, err := ptest.RunWithMetrics(pl)
+	if err != nil {
+		t.Fatalf("pipeline failed: %v", err)
+	}
+	if len(flipped) != 2 {
+		t.Fatalf("the proxy flipped a bit in %v, want one part of each of 2 objects", flipped)
+	}
+	c := s3test.Counters(pr, s3io.MetricsNamespace)
+	if c["objects_failed_corrupt"] != 2 || c["objects_failed"] != 2 {
+		t.Errorf("counters %v: want exactly the 2 flipped objects corrupt", c)
+	}
+	t.Logf("flipped %v; counters %v", flipped, c)
+}
+
+// failureMessage renders a checksum Failure as key|reason|algorithm, once its message names
+// the algorithm, the stored value and the computed one.
+func failureMessage(f s3io.Failure) string {
+	alg := "?"
+	for _, a := range []string{"CRC64NVME", "CRC32C", "CRC32"} {
+		if strings.Contains(f.Message, a+" ") && strings.Contains(f.Message, "stored") && strings.Contains(f.Message, "computed") {
+			alg = a
+			break
+		}
+	}
+	return f.Key + "|" + string(f.Reason) + "|" + alg
+}
