@@ -12,7 +12,6 @@ import (
 	"testing"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
-	"github.com/apache/beam/sdks/v2/go/pkg/beam/options/jobopts"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/register"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/testing/passert"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/testing/ptest"
@@ -186,10 +185,6 @@ func TestVerifyChecksums(t *testing.T) {
 		broken = rng
 		return faultproxy.Fault{ResetAt: 0.5}
 	}
-	// No splits: each object is read whole by one restriction, so that each ends verified.
-	old := *jobopts.Experiments
-	*jobopts.Experiments = "prism_disable_sdf_split"
-	defer func() { *jobopts.Experiments = old }()
 	const partBytes = 1 << 20
 	cfg := s3io.Config{Bucket: "sums", Prefix: "c/", Endpoint: p.URL, UsePathStyle: true, VerifyChecksums: true, PartBytes: partBytes}
 	pl, s := beam.NewPipelineWithRoot()
@@ -254,9 +249,6 @@ func TestVerifyChecksumsCorruptPart(t *testing.T) {
 		flipped[key] = rng
 		return faultproxy.Fault{Flip: true, FlipAt: 100}
 	}
-	old := *jobopts.Experiments
-	*jobopts.Experiments = "prism_disable_sdf_split"
-	defer func() { *jobopts.Experiments = old }()
 	cfg := s3io.Config{Bucket: "flipped", Prefix: "c/", Endpoint: p.URL, UsePathStyle: true, VerifyChecksums: true, PartBytes: 1 << 20}
 	pl, s := beam.NewPipelineWithRoot()
 	records, fails := s3io.ReadWithFailures(s, cfg)

@@ -16,6 +16,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/s3/types"
 
+	"github.com/spate-io/beam-s3/internal/minio"
 	"github.com/spate-io/beam-s3/internal/s3test"
 	"github.com/spate-io/beam-s3/internal/versitygw"
 	"github.com/spate-io/beam-s3/s3io"
@@ -33,10 +34,14 @@ type versionedServer struct {
 // startVersitygw starts versitygw with a versioning directory, without which it refuses
 // PutBucketVersioning.
 func startVersitygw(t *testing.T) versionedServer {
-	t.Setenv("VGW_VERSIONING_DIR", t.TempDir())
-	g := versitygw.Start(t)
+	g := versitygw.StartVersioned(t)
 	return versionedServer{endpoint: g.URL, client: g.Client,
 		timesBroken: "versitygw v1.8.0 lists a noncurrent version's LastModified as the time it was overwritten, and a delete marker's as an older time (versity/versitygw#2311, fixed after v1.8.0)"}
+}
+
+func startMinIO(t *testing.T) versionedServer {
+	m := minio.Start(t)
+	return versionedServer{endpoint: m.URL, client: m.Client}
 }
 
 func (v versionedServer) bucket(t *testing.T, name string, status types.BucketVersioningStatus) {
@@ -147,7 +152,7 @@ func versionedObject(name string, gen int) (key string, data []byte, recs []stri
 }
 
 func TestVersionedBucket(t *testing.T) {
-	for name, start := range map[string]func(*testing.T) versionedServer{"versitygw": startVersitygw} {
+	for name, start := range map[string]func(*testing.T) versionedServer{"versitygw": startVersitygw, "minio": startMinIO} {
 		t.Run(name, func(t *testing.T) {
 			srv := start(t)
 			t.Run("pinned", func(t *testing.T) { pinnedVersions(t, srv) })

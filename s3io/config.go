@@ -186,9 +186,12 @@ type Config struct {
 	// hashing (docs/performance.md, "Verifying checksums"). Objects with no stored checksum
 	// are read and counted (checksums_missing). SHA-1 and SHA-256 checksums, which do not
 	// combine across parts, are hashed in order by the reader as it takes the parts (one
-	// core's ~1.8 GB/s). Reads that cover part of an object (segments, a split's residual)
-	// are not verified (checksums_unchecked; docs/design.md, "Stored checksums"). Off by
-	// default: reads are pinned to the planned ETag already.
+	// core's ~1.8 GB/s). So that every object ends verified, each is read whole by one
+	// reader: the planner cuts no segments and the runner's splits fall between objects (a
+	// checkpoint waits for the object being read to end). Descriptors planned without it (a
+	// stored plan) may hold segments, which are read unverified (checksums_unchecked;
+	// docs/design.md, "Stored checksums"). Off by default: reads are pinned to the planned
+	// ETag already.
 	VerifyChecksums bool
 
 	// How bytes become records.

@@ -163,9 +163,24 @@ type tracker struct {
 	hint        resumeHint // where a residual inside it may resume
 	// log is the resume points of its read, which refine a hint into it.
 	log *member.Log
+
+	// splits says where the tracker may split; the zero value anywhere.
+	splits splitPoints
 }
 
-// newTracker returns a tracker over rest.
+// splitPoints says where a tracker may split a restriction.
+type splitPoints int
+
+const (
+	// anyPosition: at member boundaries, and at records inside a member being read.
+	anyPosition splitPoints = iota
+	// objectBoundaries: at member boundaries only, so that every object is read whole by one
+	// reader (Config.VerifyChecksums: an object's checksum needs all of its bytes). A
+	// checkpoint then lands at the end of the member being read.
+	objectBoundaries
+)
+
+// newTracker returns a tracker over rest that splits at any position.
 func newTracker(rest restriction) *tracker { return &tracker{rest: rest} }
 
 // TryClaim claims pos, a position, and reports whether the reader owns it: the reader
@@ -357,6 +372,8 @@ func (t *tracker) TrySplit(fraction float64) (primary, residual any, err error) 
 			return t.rest, nil, nil
 		}
 		split = b
+	case fraction == 0 && t.splits == objectBoundaries:
+		split = position{Member: t.claimed.Member + 1}
 	case fraction == 0:
 		split = t.nextAfterClaimed()
 		share, hint = t.consumed(), t.log.Refine(t.hint)
@@ -372,8 +389,8 @@ func (t *tracker) TrySplit(fraction float64) (primary, residual any, err error) 
 			split = b
 			break
 		}
-		if (position{Member: cur + 1}).Less(t.rest.End) {
-			return t.rest, nil, nil // the split point lies in a member nobody has read yet
+		if (position{Member: cur + 1}).Less(t.rest.End) || t.splits == objectBoundaries {
+			return t.rest, nil, nil // the split point lies in a member nobody has read yet, or inside one read whole
 		}
 		// The current member is the last with work left: split inside it.
 		records := t.claimed.Index - t.firstRecord + 1

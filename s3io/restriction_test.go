@@ -590,3 +590,34 @@ func TestMemberBoundariesEven(t *testing.T) {
 		}
 	}
 }
+
+// TestTrackerSplitsAtObjectBoundaries: a tracker that reads objects whole
+// (Config.VerifyChecksums) checkpoints at the end of the member being read and never splits
+// inside one, fraction or not.
+func TestTrackerSplitsAtObjectBoundaries(t *testing.T) {
+	tr := newTracker(rtRest3())
+	tr.splits = objectBoundaries
+	for _, p := range []position{rtPos(0, 0), rtPos(1, 0), rtPos(1, 1), rtPos(1, 2)} {
+		if !tr.TryClaim(p) {
+			t.Fatalf("TryClaim(%v) failed", p)
+		}
+	}
+	prim, res, err := tr.TrySplit(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantP := restriction{Start: rtPos(0, 0), End: rtPos(2, 0), Sizes: []int64{100, 200}}
+	wantR := restriction{Start: rtPos(2, 0), End: rtPos(3, 0), Sizes: []int64{300}}
+	if !reflect.DeepEqual(prim, wantP) || !reflect.DeepEqual(res, wantR) {
+		t.Fatalf("checkpoint: primary %+v, residual %+v; want %+v, %+v", prim, res, wantP, wantR)
+	}
+	// The primary's last member is the one being read: no split inside it, at any fraction.
+	for _, f := range []float64{0, 0.1, 0.5, 0.9} {
+		if _, res, err := tr.TrySplit(f); err != nil || res != nil {
+			t.Fatalf("TrySplit(%v) inside the member read whole: residual %+v, err %v", f, res, err)
+		}
+	}
+	if !tr.TryClaim(rtPos(1, 50)) {
+		t.Fatal("the member being read was cut short")
+	}
+}

@@ -126,7 +126,11 @@ func (fn *reader) RestrictionSize(_ SplitDescriptor, r restriction) float64 {
 }
 
 func (fn *reader) CreateTracker(r restriction) *sdf.LockRTracker {
-	return sdf.NewLockRTracker(newTracker(r))
+	t := newTracker(r)
+	if fn.Cfg.VerifyChecksums {
+		t.splits = objectBoundaries
+	}
+	return sdf.NewLockRTracker(t)
 }
 
 // process reads the restriction record by record, handing each owned record to sink.

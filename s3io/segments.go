@@ -260,7 +260,9 @@ func unitCuts(m Member, comp decode.Compression, cuts []int64) []Member {
 // objects would cost a request's latency per object to plan.
 func (p *planner) cutLarge(ctx context.Context, bucket string, ms []Member, probes *probeStats) [][]Member {
 	out := make([][]Member, len(ms))
-	if !selfSynchronizing(p.cfg.Framer) {
+	if !selfSynchronizing(p.cfg.Framer) || p.cfg.VerifyChecksums {
+		// A segment's bytes cannot be checked against the object's checksum alone; read
+		// whole (in parallel ranged parts all the same), every object ends verified.
 		return out
 	}
 	segSize := max(p.cfg.SplitTargetBytes, minSegmentBytes)

@@ -46,6 +46,15 @@ func (l *Listing) sendVersions(ctx context.Context, in *s3.ListObjectsV2Input, p
 		KeyMarker:    in.StartAfter,
 		EncodingType: types.EncodingTypeUrl,
 	}
+	// MinIO refuses (501 NotImplemented) a KeyMarker outside the Prefix, which S3 takes: a
+	// marker before every key under the prefix is left out, one after all of them lists
+	// nothing.
+	if prefix, marker := aws.ToString(vin.Prefix), aws.ToString(vin.KeyMarker); marker != "" && !strings.HasPrefix(marker, prefix) {
+		if marker > prefix {
+			return &Page{}, nil
+		}
+		vin.KeyMarker = nil
+	}
 	var entries []versionEntry
 	p := &Page{}
 	for {
