@@ -39,12 +39,12 @@ func startVersitygw(t *testing.T) versionedServer {
 		timesBroken: "versitygw v1.8.0 lists a noncurrent version's LastModified as the time it was overwritten, and a delete marker's as an older time (versity/versitygw#2311, fixed after v1.8.0)"}
 }
 
-func startMinIO(t *testing.T) versionedServer {
+func startMinIO(t testing.TB) versionedServer {
 	m := minio.Start(t)
 	return versionedServer{endpoint: m.URL, client: m.Client}
 }
 
-func (v versionedServer) bucket(t *testing.T, name string, status types.BucketVersioningStatus) {
+func (v versionedServer) bucket(t testing.TB, name string, status types.BucketVersioningStatus) {
 	t.Helper()
 	ctx := context.Background()
 	if _, err := v.client.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: aws.String(name)}); err != nil {
@@ -55,7 +55,7 @@ func (v versionedServer) bucket(t *testing.T, name string, status types.BucketVe
 	}
 }
 
-func (v versionedServer) setVersioning(t *testing.T, bucket string, status types.BucketVersioningStatus) {
+func (v versionedServer) setVersioning(t testing.TB, bucket string, status types.BucketVersioningStatus) {
 	t.Helper()
 	if _, err := v.client.PutBucketVersioning(context.Background(), &s3.PutBucketVersioningInput{Bucket: aws.String(bucket),
 		VersioningConfiguration: &types.VersioningConfiguration{Status: status}}); err != nil {
@@ -64,7 +64,7 @@ func (v versionedServer) setVersioning(t *testing.T, bucket string, status types
 }
 
 // put writes key and returns its version ID.
-func (v versionedServer) put(t *testing.T, bucket, key string, data []byte) string {
+func (v versionedServer) put(t testing.TB, bucket, key string, data []byte) string {
 	t.Helper()
 	out, err := v.client.PutObject(context.Background(), &s3.PutObjectInput{Bucket: aws.String(bucket), Key: aws.String(key), Body: bytes.NewReader(data)})
 	if err != nil {
@@ -75,7 +75,7 @@ func (v versionedServer) put(t *testing.T, bucket, key string, data []byte) stri
 
 // del deletes key (a delete marker on a versioned bucket), or the version vid of it
 // for good when vid is set.
-func (v versionedServer) del(t *testing.T, bucket, key, vid string) {
+func (v versionedServer) del(t testing.TB, bucket, key, vid string) {
 	t.Helper()
 	in := &s3.DeleteObjectInput{Bucket: aws.String(bucket), Key: aws.String(key)}
 	if vid != "" {
@@ -152,7 +152,7 @@ func versionedObject(name string, gen int) (key string, data []byte, recs []stri
 }
 
 func TestVersionedBucket(t *testing.T) {
-	for name, start := range map[string]func(*testing.T) versionedServer{"versitygw": startVersitygw, "minio": startMinIO} {
+	for name, start := range map[string]func(*testing.T) versionedServer{"versitygw": startVersitygw, "minio": func(t *testing.T) versionedServer { return startMinIO(t) }} {
 		t.Run(name, func(t *testing.T) {
 			srv := start(t)
 			t.Run("pinned", func(t *testing.T) { pinnedVersions(t, srv) })

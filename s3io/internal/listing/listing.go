@@ -1,5 +1,6 @@
-// Package listing lists an S3 prefix with parallel ListObjectsV2 requests and hands the keys
-// on in key order: the ranges of the key space it cuts, the LIST decoder it reads pages with,
+// Package listing lists an S3 prefix with parallel ListObjectsV2 requests (ListObjectVersions
+// with Options.Versions; folder by folder in a directory bucket) and hands the keys on in key
+// order: the ranges of the key space it cuts, the LIST decoder it reads pages with,
 // and the globs that select keys and prune folders.
 package listing
 
@@ -38,7 +39,7 @@ type Options struct {
 
 // Stats counts what a listing did.
 type Stats struct {
-	Requests       int64 // ListObjectsV2 requests answered: pages and probes
+	Requests       int64 // LIST requests answered: pages and probes
 	Probes         int64 // delimiter probes among them
 	Keys           int64 // keys handed on
 	SkippedFolders int64 // folders never listed, because SkipFolder said so
