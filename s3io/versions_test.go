@@ -1,7 +1,10 @@
 package s3io
 
 import (
+	"fmt"
+
 	"context"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 	"strings"
 	"testing"
 	"time"
@@ -40,4 +43,16 @@ func TestVersionsConfig(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "directory bucket") {
 		t.Errorf("a directory bucket with Versions: %v", err)
 	}
+}
+
+// TestReadContinuouslyRefusesVersions: a watch reads what each refresh lists, so a plan of
+// versions has no meaning there; the refusal names the field at construction.
+func TestReadContinuouslyRefusesVersions(t *testing.T) {
+	defer func() {
+		if r := recover(); r == nil || !strings.Contains(fmt.Sprint(r), "Config.Versions") {
+			t.Fatalf("ReadContinuously with Versions: %v", r)
+		}
+	}()
+	_, s := beam.NewPipelineWithRoot()
+	ReadContinuously(s, Config{Bucket: "bkt", Versions: Versions{Pinned: true}}, time.Minute, time.Time{})
 }
