@@ -1,13 +1,13 @@
 package s3io
 
 import (
-	"fmt"
-
 	"context"
-	"github.com/apache/beam/sdks/v2/go/pkg/beam"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 )
 
 // TestVersionIDsAreDigested: a member's version ID changes its split's ID, and a member
