@@ -44,6 +44,7 @@ func BenchmarkPlanVersions(b *testing.B) {
 				}
 			}
 			b.ReportMetric(float64(st.ListRequests), "lists/plan")
+			b.ReportMetric(float64(st.VersionsListed), "versions/plan")
 			b.ReportMetric(float64(st.Objects), "objects/plan")
 			b.ReportMetric(float64(st.KeysListed)*float64(b.N)/b.Elapsed().Seconds(), "keys/s")
 		})

@@ -6,6 +6,8 @@ import "github.com/apache/beam/sdks/v2/go/pkg/beam"
 //
 //	keys_listed, bytes_listed        what the planner's listing returned, as it goes
 //	list_requests                    the planner's LIST requests (pages and probes)
+//	versions_listed                  with Config.Versions, the versions and delete markers listed
+//	                                 (PlanStats.VersionsListed)
 //	objects_planned, splits_planned  what the planner selected and packed
 //	objects_skipped                  listed objects Match or the time window left out
 //	objects_skipped_archived         archived objects Config.SkipArchived left out
@@ -52,6 +54,7 @@ var (
 	metricKeysListed      = beam.NewCounter(MetricsNamespace, "keys_listed")
 	metricBytesListed     = beam.NewCounter(MetricsNamespace, "bytes_listed")
 	metricListRequests    = beam.NewCounter(MetricsNamespace, "list_requests")
+	metricVersionsListed  = beam.NewCounter(MetricsNamespace, "versions_listed")
 	metricObjectsSkipped  = beam.NewCounter(MetricsNamespace, "objects_skipped")
 	metricSkippedArchived = beam.NewCounter(MetricsNamespace, "objects_skipped_archived")
 	metricObjectsPlanned  = beam.NewCounter(MetricsNamespace, "objects_planned")

@@ -16,8 +16,12 @@ type PlanStats struct {
 	// KeysListed and BytesListed count the keys the listing returned, and their sizes,
 	// before selection.
 	KeysListed, BytesListed int64
-	// ListRequests counts the ListObjectsV2 requests sent: pages and delimiter probes.
+	// ListRequests counts the LIST requests sent: pages and delimiter probes.
 	ListRequests int64
+	// VersionsListed counts, with Config.Versions, the versions and delete markers the
+	// listing decoded, of which KeysListed kept one per key; with ListParallelism above 1,
+	// those past a range's end are decoded again by the next range.
+	VersionsListed int64
 	// ProbeRequests and ProbeBytes count the pinned GETs the planner sent to decide how to
 	// cut large objects into segments (magic bytes, unit starts, seek tables), and the bytes
 	// they asked for (or received, if more).

@@ -118,9 +118,10 @@ func (p *planner) scan(ctx context.Context, bucket, prefix string, out sink) (Pl
 		return sc.st, err
 	}
 	ls := l.Stats()
-	sc.st.ListRequests, sc.st.FoldersSkipped = ls.Requests, ls.SkippedFolders
+	sc.st.ListRequests, sc.st.FoldersSkipped, sc.st.VersionsListed = ls.Requests, ls.SkippedFolders, ls.Versions
 	where := "s3://" + bucket + "/" + lp
 	metricListRequests.Inc(ctx, sc.st.ListRequests)
+	metricVersionsListed.Inc(ctx, sc.st.VersionsListed)
 	metricObjectsSkipped.Inc(ctx, sc.st.Skipped)
 	metricSkippedArchived.Inc(ctx, sc.st.SkippedArchived)
 	if sc.st.SkippedArchived > 0 {

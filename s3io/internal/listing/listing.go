@@ -40,6 +40,7 @@ type Options struct {
 // Stats counts what a listing did.
 type Stats struct {
 	Requests       int64 // LIST requests answered: pages and probes
+	Versions       int64 // versions and delete markers a version listing's pages held
 	Probes         int64 // delimiter probes among them
 	Keys           int64 // keys handed on
 	SkippedFolders int64 // folders never listed, because SkipFolder said so
@@ -249,6 +250,7 @@ func (l *Listing) work(ctx context.Context) {
 			return
 		}
 		l.stats.Requests += int64(max(out.requests, 1))
+		l.stats.Versions += int64(out.versions)
 		if t.probe {
 			l.stats.Probes++
 			l.splitAtFolders(t.r, out)

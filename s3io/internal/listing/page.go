@@ -36,6 +36,8 @@ type Page struct {
 	Last string
 	// requests is how many requests the page took, when more than one.
 	requests int
+	// versions is how many versions and delete markers a version listing's page held.
+	versions int
 }
 
 // pageFromSDK narrows the SDK's decoding of a response to a Page, as parsePage decodes one.

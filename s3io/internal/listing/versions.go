@@ -109,7 +109,7 @@ func (l *Listing) sendVersions(ctx context.Context, in *s3.ListObjectsV2Input, p
 	if probe {
 		p.Objects = distinctKeys(entries)
 	} else {
-		p.Objects = l.select_(entries)
+		p.Objects, p.versions = l.select_(entries), len(entries)
 	}
 	return p, nil
 }
