@@ -78,6 +78,14 @@
 // CreateSession per bucket every few minutes. ETags of directory buckets are not MD5s;
 // s3io only compares them.
 //
+// # Versioned buckets
+//
+// With Config.Versions, a versioned bucket is planned by its object versions: each key's
+// latest version, or the one current at Versions.AsOf, pinned by version ID as well as ETag,
+// so that what is overwritten or deleted after planning is still read as planned, and a
+// plan as of an instant is the same on every run. It lists every version and delete marker
+// under the prefix (versions_listed counts them); see Versions.
+//
 // # Runners
 //
 // The same pipelines run on prism, Flink and Dataflow. On a Flink cluster the Go workers are
