@@ -206,6 +206,10 @@ func pinnedVersions(t *testing.T, srv versionedServer) {
 	srv.del(t, bucket, "v/c.ndjson.zst", "")             // deleted after planning
 	srv.del(t, bucket, "v/e.ndjson", vids["v/e.ndjson"]) // the planned version, for good
 	readPlanned(t, cfg, ds, want, []string{bucket + "|v/e.ndjson|deleted|emitted=0|etag-set=true"})
+	// Checksums are looked up, and checked, for the planned versions too.
+	verified := cfg
+	verified.VerifyChecksums = true
+	readPlanned(t, verified, ds, want, []string{bucket + "|v/e.ndjson|deleted|emitted=0|etag-set=true"})
 
 	// Without Versions, the same changes fail both objects.
 	plain := srv.cfg(bucket, s3io.Versions{})

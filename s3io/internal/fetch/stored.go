@@ -99,6 +99,9 @@ func (g *Gets) attributes(ctx context.Context, o Object) (*checksum.Stored, int,
 		ObjectAttributes: []types.ObjectAttributes{types.ObjectAttributesEtag, types.ObjectAttributesChecksum,
 			types.ObjectAttributesObjectParts, types.ObjectAttributesObjectSize},
 	}
+	if o.VersionID != "" {
+		in.VersionId = aws.String(o.VersionID) // the planned version's checksum, not the current one's
+	}
 	var st *checksum.Stored
 	reqs := 0
 	for {
@@ -154,6 +157,9 @@ func (g *Gets) headStored(ctx context.Context, o Object, part int32, size *int64
 		ChecksumMode: types.ChecksumModeEnabled}
 	if part > 0 {
 		in.PartNumber = aws.Int32(part)
+	}
+	if o.VersionID != "" {
+		in.VersionId = aws.String(o.VersionID)
 	}
 	out, err := g.client.HeadObject(ctx, in)
 	if err != nil {
