@@ -172,6 +172,23 @@ func (c *sessionCluster) checkpointsRefusedWhileDeploying() int {
 	return strings.Count(string(b), "Failure reason: Not all required tasks are currently running")
 }
 
+// checkpointFailures returns the JobManager's lines on failed checkpoints, each with the
+// line after it (the exception that says why).
+func (c *sessionCluster) checkpointFailures() []string {
+	b, _ := os.ReadFile(filepath.Join(c.Dir, "log", "jobmanager.log"))
+	lines := strings.Split(string(b), "\n")
+	var out []string
+	for i, l := range lines {
+		if strings.Contains(l, "CheckpointFailureManager") || strings.Contains(l, "Decline checkpoint") {
+			out = append(out, l)
+			if i+1 < len(lines) {
+				out = append(out, "  "+lines[i+1])
+			}
+		}
+	}
+	return out
+}
+
 // checkpoints is a job's checkpoint statistics.
 type checkpoints struct {
 	Counts struct {

@@ -240,9 +240,11 @@ func TestFlinkWatch(t *testing.T) {
 	cp := c.checkpointStats(t, jid).Counts
 	t.Logf("checkpoints: %+v", cp)
 	// A checkpoint triggered while tasks deploy (at the start, and while the job restarts)
-	// is refused before it begins; any other failure is the watch's.
-	if notRunning := c.checkpointsRefusedWhileDeploying(); cp.Failed > notRunning {
-		t.Errorf("%d checkpoint(s) failed, %d of them refused while tasks were deploying", cp.Failed, notRunning)
+	// is refused before it begins, and the kill aborts the checkpoint in flight, if one was
+	// (one at a time: the runner's default); any other failure is the watch's.
+	if notRunning := c.checkpointsRefusedWhileDeploying(); cp.Failed > notRunning+1 {
+		t.Errorf("%d checkpoint(s) failed, %d of them refused while tasks were deploying; the JobManager's reasons:\n%s",
+			cp.Failed, notRunning, strings.Join(c.checkpointFailures(), "\n"))
 	}
 	if min := int(run/(10*time.Second)) / 2; cp.Completed < min {
 		t.Errorf("%d checkpoints completed in %v, want at least %d", cp.Completed, run, min)
