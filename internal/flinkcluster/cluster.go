@@ -97,44 +97,58 @@ func Start(t testing.TB, opts Options) *Cluster {
 	c := &Cluster{t: t, classpath: strings.TrimSpace(string(cp)), opts: opts}
 	c.Dir = t.TempDir()
 	c.confDir = filepath.Join(c.Dir, "conf")
-	ports := freePorts(t, 3)
-	c.RESTPort = ports[0]
-	conf := map[string]string{
-		"jobmanager.rpc.address":  "localhost",
-		"jobmanager.rpc.port":     fmt.Sprint(ports[1]),
-		"jobmanager.bind-host":    "127.0.0.1",
-		"rest.address":            "localhost",
-		"rest.bind-address":       "127.0.0.1",
-		"rest.port":               fmt.Sprint(c.RESTPort),
-		"blob.server.port":        fmt.Sprint(ports[2]),
-		"taskmanager.bind-host":   "127.0.0.1",
-		"taskmanager.host":        "127.0.0.1",
-		"state.checkpoints.dir":   "file://" + filepath.Join(c.Dir, "checkpoints"),
-		"io.tmp.dirs":             filepath.Join(c.Dir, "io"),
-		"web.upload.dir":          filepath.Join(c.Dir, "upload"),
-		"jobmanager.web.tmpdir":   filepath.Join(c.Dir, "web"),
-		"taskmanager.runtime.tmp": filepath.Join(c.Dir, "io"),
+	// The ports are free when picked, but another process (a server of a test running
+	// beside this one) can take one before the JobManager binds it: a JobManager that exits
+	// failing to bind is started again on other ports.
+	var jmJVM, jmDynamic []string
+	for attempt := 1; ; attempt++ {
+		ports := freePorts(t, 3)
+		c.RESTPort = ports[0]
+		conf := map[string]string{
+			"jobmanager.rpc.address":  "localhost",
+			"jobmanager.rpc.port":     fmt.Sprint(ports[1]),
+			"jobmanager.bind-host":    "127.0.0.1",
+			"rest.address":            "localhost",
+			"rest.bind-address":       "127.0.0.1",
+			"rest.port":               fmt.Sprint(c.RESTPort),
+			"blob.server.port":        fmt.Sprint(ports[2]),
+			"taskmanager.bind-host":   "127.0.0.1",
+			"taskmanager.host":        "127.0.0.1",
+			"state.checkpoints.dir":   "file://" + filepath.Join(c.Dir, "checkpoints"),
+			"io.tmp.dirs":             filepath.Join(c.Dir, "io"),
+			"web.upload.dir":          filepath.Join(c.Dir, "upload"),
+			"jobmanager.web.tmpdir":   filepath.Join(c.Dir, "web"),
+			"taskmanager.runtime.tmp": filepath.Join(c.Dir, "io"),
+		}
+		for k, v := range opts.Conf {
+			conf[k] = v
+		}
+		if err := writeConf(c.confDir, conf); err != nil {
+			t.Fatal(err)
+		}
+		if attempt == 1 {
+			jmJVM, jmDynamic = c.resourceParams("GET_JM_RESOURCE_PARAMS")
+			c.tmJVM, c.tmDynamic = c.resourceParams("GET_TM_RESOURCE_PARAMS")
+			// The JVM options the configuration adds, after the memory options, as Flink's
+			// scripts add them (config.sh, jobmanager.sh, taskmanager.sh).
+			settings, err := readConf(c.confDir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			all := strings.Fields(settings["env.java.opts.all"])
+			jmJVM = slices.Concat(jmJVM, all, strings.Fields(settings["env.java.opts.jobmanager"]))
+			c.tmJVM = slices.Concat(c.tmJVM, all, strings.Fields(settings["env.java.opts.taskmanager"]))
+			t.Cleanup(c.stop)
+		}
+		c.jm = c.launch("jobmanager", jmJVM, "org.apache.flink.runtime.entrypoint.StandaloneSessionClusterEntrypoint", jmDynamic, "")
+		if !c.jmBindFailed(time.Minute) {
+			break
+		}
+		if attempt == 3 {
+			t.Fatalf("the JobManager could not bind its ports in %d attempts:\n%s", attempt, c.logs(4000))
+		}
+		t.Logf("the JobManager's ports were taken before it bound them (attempt %d); starting it on others", attempt)
 	}
-	for k, v := range opts.Conf {
-		conf[k] = v
-	}
-	if err := writeConf(c.confDir, conf); err != nil {
-		t.Fatal(err)
-	}
-	jmJVM, jmDynamic := c.resourceParams("GET_JM_RESOURCE_PARAMS")
-	c.tmJVM, c.tmDynamic = c.resourceParams("GET_TM_RESOURCE_PARAMS")
-	// The JVM options the configuration adds, after the memory options, as Flink's
-	// scripts add them (config.sh, jobmanager.sh, taskmanager.sh).
-	settings, err := readConf(c.confDir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	all := strings.Fields(settings["env.java.opts.all"])
-	jmJVM = slices.Concat(jmJVM, all, strings.Fields(settings["env.java.opts.jobmanager"]))
-	c.tmJVM = slices.Concat(c.tmJVM, all, strings.Fields(settings["env.java.opts.taskmanager"]))
-	t.Cleanup(c.stop)
-
-	c.jm = c.launch("jobmanager", jmJVM, "org.apache.flink.runtime.entrypoint.StandaloneSessionClusterEntrypoint", jmDynamic, "")
 	for i := 0; i < opts.TaskManagers; i++ {
 		c.tms = append(c.tms, nil)
 		c.StartTaskManager(i)
@@ -142,6 +156,25 @@ func Start(t testing.TB, opts Options) *Cluster {
 	c.WaitTaskManagers(opts.TaskManagers, 2*time.Minute)
 	t.Logf("Flink session cluster: JobManager and %d TaskManagers, REST on %d, in %s", opts.TaskManagers, c.RESTPort, c.Dir)
 	return c
+}
+
+// jmBindFailed waits until the JobManager's REST endpoint answers, it exits, or within
+// passes, and reports whether it exited because a port was taken.
+func (c *Cluster) jmBindFailed(within time.Duration) bool {
+	deadline := time.Now().Add(within)
+	for time.Now().Before(deadline) {
+		select {
+		case <-c.jm.exited:
+			return strings.Contains(c.jm.text(), "java.net.BindException")
+		default:
+		}
+		var o struct{}
+		if err := c.getJSON("/overview", &o); err == nil {
+			return false
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	return false
 }
 
 // Master is the address Beam's Flink job server takes as --flink-master.
