@@ -222,7 +222,10 @@ func TestVerifyChecksums(t *testing.T) {
 
 // A proxy flips one bit in one ranged part of a full-object CRC64NVME object and of a
 // composite CRC32C one: exactly those two fail, as corrupt, naming the algorithm and both
-// values, and every other object reads exactly.
+// values, and every other object reads exactly. The bit is one of the stored object's, as
+// a disk's would be: every GET that covers it gets it flipped, so that a part the reader
+// fetched ahead and dropped (prism split the read, and no residual took the part) cannot
+// let a second, clean read of it hide the corruption.
 func TestVerifyChecksumsCorruptPart(t *testing.T) {
 	g := versitygw.Start(t)
 	p := faultproxy.New(t, g.URL)
@@ -233,21 +236,31 @@ func TestVerifyChecksumsCorruptPart(t *testing.T) {
 		srcs = append(srcs, strings.TrimPrefix(k, "c/"))
 	}
 	var mu sync.Mutex
-	flipped := map[string]string{}
+	bad := map[string]int64{} // the object offset whose bit is flipped, by key
+	flips := map[string]int{} // GETs that carried it, by key
 	p.DecideGet = func(key, rng string, n int) faultproxy.Fault {
 		mu.Lock()
 		defer mu.Unlock()
-		// The first part after the object's first 4 MiB: a later part of its upload.
-		if _, ok := corrupted[key]; !ok || flipped[key] != "" || !strings.HasPrefix(rng, "bytes=") {
+		if _, ok := corrupted[key]; !ok || !strings.HasPrefix(rng, "bytes=") {
 			return faultproxy.Fault{}
 		}
-		var from int64
-		fmt.Sscanf(rng, "bytes=%d-", &from)
-		if from < 4<<20 {
+		from, to := int64(0), int64(-1)
+		fmt.Sscanf(rng, "bytes=%d-%d", &from, &to)
+		at, chosen := bad[key]
+		if !chosen {
+			// 100 bytes into the first part read after the object's first 4 MiB: a later
+			// part of its upload.
+			if from < 4<<20 {
+				return faultproxy.Fault{}
+			}
+			at = from + 100
+			bad[key] = at
+		}
+		if at < from || to >= 0 && at > to {
 			return faultproxy.Fault{}
 		}
-		flipped[key] = rng
-		return faultproxy.Fault{Flip: true, FlipAt: 100}
+		flips[key]++
+		return faultproxy.Fault{Flip: true, FlipAt: at - from}
 	}
 	cfg := s3io.Config{Bucket: "flipped", Prefix: "c/", Endpoint: p.URL, UsePathStyle: true, VerifyChecksums: true, PartBytes: 1 << 20}
 	pl, s := beam.NewPipelineWithRoot()
@@ -271,16 +284,19 @@ func TestVerifyChecksumsCorruptPart(t *testing.T) {
 	passert.EqualsList(s, failures, wantFailures)
 	pr, err := ptest.RunWithMetrics(pl)
 	if err != nil {
+		for k := range corrupted {
+			t.Logf("%s: bit at %d flipped in %d GETs; GETs %+v", k, bad[k], flips[k], p.Gets(k))
+		}
 		t.Fatalf("pipeline failed: %v", err)
 	}
-	if len(flipped) != 2 {
-		t.Fatalf("the proxy flipped a bit in %v, want one part of each of 2 objects", flipped)
+	if len(flips) != 2 {
+		t.Fatalf("the proxy flipped a bit in %v, want a part of each of 2 objects", flips)
 	}
 	c := s3test.Counters(pr, s3io.MetricsNamespace)
 	if c["objects_failed_corrupt"] != 2 || c["objects_failed"] != 2 {
 		t.Errorf("counters %v: want exactly the 2 flipped objects corrupt", c)
 	}
-	t.Logf("flipped %v; counters %v", flipped, c)
+	t.Logf("flipped bits %v in %v GETs; counters %v", bad, flips, c)
 }
 
 // failureMessage renders a checksum Failure as key|reason|algorithm, once its message names

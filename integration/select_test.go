@@ -316,7 +316,7 @@ func TestSelectArchived(t *testing.T) {
 	g := versitygw.Start(t)
 	const bucket = "cold"
 	g.CreateBucket(t, bucket)
-	recs := putObjects(t, g, bucket, []selectObject{
+	objs := []selectObject{
 		ndjsonObject("a/std-0.ndjson", 3),
 		ndjsonObject("a/std-1.ndjson.gz", 4),
 		ndjsonObject("a/glacier.ndjson", 5),
@@ -325,7 +325,12 @@ func TestSelectArchived(t *testing.T) {
 		ndjsonObject("b/ok-0.ndjson", 3),
 		ndjsonObject("b/frozen.ndjson", 4),
 		ndjsonObject("b/ok-1.ndjson.zst", 2),
-	})
+	}
+	recs := putObjects(t, g, bucket, objs)
+	stored := map[string][]byte{}
+	for _, o := range objs {
+		stored[o.key] = o.data
+	}
 	archived := map[string]bool{"a/glacier.ndjson": true, "a/deep.ndjson": true, "b/frozen.ndjson": true}
 	// proxy starts a proxy for one subtest, so that its GET log is that pipeline's alone.
 	proxy := func(t *testing.T) *faultproxy.Proxy {
@@ -361,18 +366,20 @@ func TestSelectArchived(t *testing.T) {
 			}
 		}
 	}
-	// readOthers checks that each of keys was read, with 200s, before the job ended.
+	// readOthers checks that each of keys was read whole, with a 200, before the job ended.
+	// It asks for one such GET, not that every GET is one: a reader that prism splits hands
+	// what it fetched ahead to the residual, and a fetch no residual takes is cancelled, as
+	// it may be before the proxy answers it.
 	readOthers := func(t *testing.T, p *faultproxy.Proxy, keys ...string) {
 		t.Helper()
 		for _, k := range keys {
 			gets := p.Gets(k)
-			if len(gets) == 0 {
-				t.Errorf("%s was never read", k)
-			}
+			whole := false
 			for _, gt := range gets {
-				if gt.Status != 200 || gt.End.IsZero() {
-					t.Errorf("%s: GET %+v, want a 200 finished before the job ended", k, gt)
-				}
+				whole = whole || gt.Status == 200 && gt.Bytes == int64(len(stored[k]))
+			}
+			if !whole {
+				t.Errorf("%s: GETs %+v, want one 200 that sent all %d bytes before the job ended", k, gets, len(stored[k]))
 			}
 		}
 	}
