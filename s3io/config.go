@@ -357,20 +357,20 @@ func (c Config) validateConnection() error {
 	if c.Endpoint != "" {
 		u, err := url.Parse(c.Endpoint)
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			return fmt.Errorf("s3io: Config.Endpoint %q is not an http(s) URL such as https://s3.example.com or http://127.0.0.1:9000", c.Endpoint)
+			return configErrorf("Endpoint", "s3io: Config.Endpoint %q is not an http(s) URL such as https://s3.example.com or http://127.0.0.1:9000", c.Endpoint)
 		}
 	}
 	if c.MaxAttempts < 0 || c.MaxAttempts > 100 {
-		return fmt.Errorf("s3io: Config.MaxAttempts is %d; it must be between 1 and 100 (0 means the default, %d)", c.MaxAttempts, defaultMaxAttempts)
+		return configErrorf("MaxAttempts", "s3io: Config.MaxAttempts is %d; it must be between 1 and 100 (0 means the default, %d)", c.MaxAttempts, defaultMaxAttempts)
 	}
 	if c.ReadTimeout < 0 {
-		return fmt.Errorf("s3io: Config.ReadTimeout is %v; it must be positive (0 means the default, %v)", c.ReadTimeout, defaultReadTimeout)
+		return configErrorf("ReadTimeout", "s3io: Config.ReadTimeout is %v; it must be positive (0 means the default, %v)", c.ReadTimeout, defaultReadTimeout)
 	}
 	if c.MaxRequestsPerSecond < 0 {
-		return fmt.Errorf("s3io: Config.MaxRequestsPerSecond is %v; it must be positive, or 0 for no cap", c.MaxRequestsPerSecond)
+		return configErrorf("MaxRequestsPerSecond", "s3io: Config.MaxRequestsPerSecond is %v; it must be positive, or 0 for no cap", c.MaxRequestsPerSecond)
 	}
 	if o := c.ExpectedBucketOwner; o != "" && (len(o) != 12 || strings.Trim(o, "0123456789") != "") {
-		return fmt.Errorf("s3io: Config.ExpectedBucketOwner %q is not a 12-digit AWS account ID", o)
+		return configErrorf("ExpectedBucketOwner", "s3io: Config.ExpectedBucketOwner %q is not a 12-digit AWS account ID", o)
 	}
 	return nil
 }
@@ -378,26 +378,26 @@ func (c Config) validateConnection() error {
 // validateFormat checks how bytes become records: the framer, the compression, the decoder window, inflate checkpoints, header records and the record bound.
 func (c Config) validateFormat() error {
 	if _, ok := lookupFramer(c.Framer); !ok {
-		return fmt.Errorf("s3io: Config.Framer %q is not registered; use one of %s, or call s3io.RegisterFramer in an init function", c.Framer, strings.Join(framerNames(), ", "))
+		return configErrorf("Framer", "s3io: Config.Framer %q is not registered; use one of %s, or call s3io.RegisterFramer in an init function", c.Framer, strings.Join(framerNames(), ", "))
 	}
 	if !slices.Contains(decode.Codecs, decode.Compression(c.Compression)) {
 		names := make([]string, len(decode.Codecs))
 		for i, m := range decode.Codecs {
 			names[i] = fmt.Sprintf("%q", m)
 		}
-		return fmt.Errorf("s3io: Config.Compression %q is unknown; use one of %s", c.Compression, strings.Join(names, ", "))
+		return configErrorf("Compression", "s3io: Config.Compression %q is unknown; use one of %s", c.Compression, strings.Join(names, ", "))
 	}
 	if c.MaxDecoderWindowBytes < 0 || c.MaxDecoderWindowBytes > maxDecoderWindowLimit {
-		return fmt.Errorf("s3io: Config.MaxDecoderWindowBytes is %d; it must be between 1 and %d (0 means the default, %d)", c.MaxDecoderWindowBytes, int64(maxDecoderWindowLimit), defaultMaxDecoderWindowBytes)
+		return configErrorf("MaxDecoderWindowBytes", "s3io: Config.MaxDecoderWindowBytes is %d; it must be between 1 and %d (0 means the default, %d)", c.MaxDecoderWindowBytes, int64(maxDecoderWindowLimit), defaultMaxDecoderWindowBytes)
 	}
 	if c.CheckpointBytes < -1 || c.CheckpointBytes > 0 && c.CheckpointBytes < minCheckpointBytes {
-		return fmt.Errorf("s3io: Config.CheckpointBytes is %d; it must be at least %d, or -1 to keep no inflate checkpoints (0 means the default, %d)", c.CheckpointBytes, minCheckpointBytes, defaultCheckpointBytes)
+		return configErrorf("CheckpointBytes", "s3io: Config.CheckpointBytes is %d; it must be at least %d, or -1 to keep no inflate checkpoints (0 means the default, %d)", c.CheckpointBytes, minCheckpointBytes, defaultCheckpointBytes)
 	}
 	if c.SkipHeaderRecords < 0 {
-		return fmt.Errorf("s3io: Config.SkipHeaderRecords is %d; it must not be negative", c.SkipHeaderRecords)
+		return configErrorf("SkipHeaderRecords", "s3io: Config.SkipHeaderRecords is %d; it must not be negative", c.SkipHeaderRecords)
 	}
 	if c.MaxRecordBytes < 0 || c.MaxRecordBytes > maxRecordBytesLimit {
-		return fmt.Errorf("s3io: Config.MaxRecordBytes is %d; it must be between 1 and %d (0 means the default, %d)", c.MaxRecordBytes, maxRecordBytesLimit, defaultMaxRecordBytes)
+		return configErrorf("MaxRecordBytes", "s3io: Config.MaxRecordBytes is %d; it must be between 1 and %d (0 means the default, %d)", c.MaxRecordBytes, maxRecordBytesLimit, defaultMaxRecordBytes)
 	}
 	return nil
 }
@@ -405,16 +405,16 @@ func (c Config) validateFormat() error {
 // validatePlanning checks how the prefix is listed and packed: split sizes, members per split, listing parallelism, Match and the modification window.
 func (c Config) validatePlanning() error {
 	if c.SplitTargetBytes < 0 {
-		return fmt.Errorf("s3io: Config.SplitTargetBytes is %d; it must be positive (0 means the default, %d)", c.SplitTargetBytes, defaultSplitTargetBytes)
+		return configErrorf("SplitTargetBytes", "s3io: Config.SplitTargetBytes is %d; it must be positive (0 means the default, %d)", c.SplitTargetBytes, defaultSplitTargetBytes)
 	}
 	if c.InitialSplitBytes < 0 {
-		return fmt.Errorf("s3io: Config.InitialSplitBytes is %d; it must be positive (0 means the default, SplitTargetBytes)", c.InitialSplitBytes)
+		return configErrorf("InitialSplitBytes", "s3io: Config.InitialSplitBytes is %d; it must be positive (0 means the default, SplitTargetBytes)", c.InitialSplitBytes)
 	}
 	if c.MaxSplitMembers < 0 || c.MaxSplitMembers > maxSplitMembersLimit {
-		return fmt.Errorf("s3io: Config.MaxSplitMembers is %d; it must be between 1 and %d (0 means the default, %d)", c.MaxSplitMembers, maxSplitMembersLimit, defaultMaxSplitMembers)
+		return configErrorf("MaxSplitMembers", "s3io: Config.MaxSplitMembers is %d; it must be between 1 and %d (0 means the default, %d)", c.MaxSplitMembers, maxSplitMembersLimit, defaultMaxSplitMembers)
 	}
 	if c.ListParallelism < 0 || c.ListParallelism > 256 {
-		return fmt.Errorf("s3io: Config.ListParallelism is %d; it must be between 1 and 256 (0 means the default, %d)", c.ListParallelism, defaultListParallelism)
+		return configErrorf("ListParallelism", "s3io: Config.ListParallelism is %d; it must be between 1 and 256 (0 means the default, %d)", c.ListParallelism, defaultListParallelism)
 	}
 	if _, err := c.glob(); err != nil {
 		return err
@@ -423,7 +423,7 @@ func (c Config) validatePlanning() error {
 		return err
 	}
 	if !c.ModifiedAfter.IsZero() && !c.ModifiedBefore.IsZero() && !c.ModifiedAfter.Before(c.ModifiedBefore) {
-		return fmt.Errorf("s3io: Config.ModifiedAfter (%v) is not before Config.ModifiedBefore (%v): no object can be in that window", c.ModifiedAfter, c.ModifiedBefore)
+		return configErrorf("ModifiedAfter", "s3io: Config.ModifiedAfter (%v) is not before Config.ModifiedBefore (%v): no object can be in that window", c.ModifiedAfter, c.ModifiedBefore)
 	}
 	return nil
 }
@@ -431,10 +431,10 @@ func (c Config) validatePlanning() error {
 // validateBatches checks the batches ReadBatches emits.
 func (c Config) validateBatches() error {
 	if c.BatchRecords < 0 {
-		return fmt.Errorf("s3io: Config.BatchRecords is %d; it must be positive (0 means the default, %d)", c.BatchRecords, defaultBatchRecords)
+		return configErrorf("BatchRecords", "s3io: Config.BatchRecords is %d; it must be positive (0 means the default, %d)", c.BatchRecords, defaultBatchRecords)
 	}
 	if c.BatchBytes < 0 || c.BatchBytes > maxRecordBytesLimit {
-		return fmt.Errorf("s3io: Config.BatchBytes is %d; it must be between 1 and %d (0 means the default, %d)", c.BatchBytes, maxRecordBytesLimit, defaultBatchBytes)
+		return configErrorf("BatchBytes", "s3io: Config.BatchBytes is %d; it must be between 1 and %d (0 means the default, %d)", c.BatchBytes, maxRecordBytesLimit, defaultBatchBytes)
 	}
 	return nil
 }
@@ -443,16 +443,16 @@ func (c Config) validateBatches() error {
 // PartBytes is checked against the ReadBufferBytes the read will have.
 func (c Config) validateMemory() error {
 	if c.ReadBufferBytes != 0 && c.ReadBufferBytes < minReadBufferBytes {
-		return fmt.Errorf("s3io: Config.ReadBufferBytes is %d; it must be at least %d, room for the decoding windows and one part (0 means the default, %d)", c.ReadBufferBytes, minReadBufferBytes, defaultReadBufferBytes)
+		return configErrorf("ReadBufferBytes", "s3io: Config.ReadBufferBytes is %d; it must be at least %d, room for the decoding windows and one part (0 means the default, %d)", c.ReadBufferBytes, minReadBufferBytes, defaultReadBufferBytes)
 	}
 	if c.WorkerBufferBytes < 0 || c.WorkerBufferBytes > 0 && c.WorkerBufferBytes < fetch.MinPartClass {
-		return fmt.Errorf("s3io: Config.WorkerBufferBytes is %d; it must be at least %d, room for one part (0 means the default, %d)", c.WorkerBufferBytes, fetch.MinPartClass, defaultWorkerBufferBytes)
+		return configErrorf("WorkerBufferBytes", "s3io: Config.WorkerBufferBytes is %d; it must be at least %d, room for one part (0 means the default, %d)", c.WorkerBufferBytes, fetch.MinPartClass, defaultWorkerBufferBytes)
 	}
 	if c.PartBytes < 0 || c.PartBytes > c.ReadBufferBytes-decodeWindows {
-		return fmt.Errorf("s3io: Config.PartBytes is %d; it must be positive and at most Config.ReadBufferBytes less %d for decoding (0 means the default, %d)", c.PartBytes, decodeWindows, defaultPartBytes)
+		return configErrorf("PartBytes", "s3io: Config.PartBytes is %d; it must be positive and at most Config.ReadBufferBytes less %d for decoding (0 means the default, %d)", c.PartBytes, decodeWindows, defaultPartBytes)
 	}
 	if c.MaxRequestsInFlight < 0 || c.MaxRequestsInFlight > 1024 {
-		return fmt.Errorf("s3io: Config.MaxRequestsInFlight is %d; it must be between 1 and 1024 (0 means the default, %d)", c.MaxRequestsInFlight, defaultMaxRequestsInFlight)
+		return configErrorf("MaxRequestsInFlight", "s3io: Config.MaxRequestsInFlight is %d; it must be between 1 and 1024 (0 means the default, %d)", c.MaxRequestsInFlight, defaultMaxRequestsInFlight)
 	}
 	return nil
 }
@@ -461,7 +461,7 @@ func (c Config) validateMemory() error {
 func (c Config) glob() (*listing.Glob, error) {
 	g, err := listing.CompileGlob(c.Match)
 	if err != nil {
-		return nil, fmt.Errorf("s3io: Config.Match %w", err)
+		return nil, configErrorf("Match", "s3io: Config.Match %w", err)
 	}
 	return g, nil
 }
@@ -488,7 +488,7 @@ func (c Config) listPrefix(prefix string) (string, error) {
 	case strings.HasPrefix(prefix, lit):
 		return prefix, nil
 	}
-	return "", fmt.Errorf("s3io: Config.Match %q selects only keys under %q, and the prefix %q has none of them: nothing could be read", c.Match, lit, prefix)
+	return "", configErrorf("Match", "s3io: Config.Match %q selects only keys under %q, and the prefix %q has none of them: nothing could be read", c.Match, lit, prefix)
 }
 
 // A reader's memory: objects are decoded decodeDepth at a time beyond the one being emitted,
@@ -544,10 +544,10 @@ func (c *Config) fetchSettings() fetch.Settings {
 // at construction instead of as a signature or DNS error on a worker.
 func validateBucketName(b string) error {
 	bad := func(why string) error {
-		return fmt.Errorf("s3io: Config.Bucket %q is not a valid S3 bucket name: %s", b, why)
+		return configErrorf("Bucket", "s3io: Config.Bucket %q is not a valid S3 bucket name: %s", b, why)
 	}
 	if b == "" {
-		return fmt.Errorf("s3io: Config.Bucket is empty; set it to the bucket to read (the part after s3:// and before the first /)")
+		return configErrorf("Bucket", "s3io: Config.Bucket is empty; set it to the bucket to read (the part after s3:// and before the first /)")
 	}
 	if len(b) < 3 || len(b) > 63 {
 		return bad("it must be 3 to 63 characters long")

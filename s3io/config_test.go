@@ -1,6 +1,7 @@
 package s3io_test
 
 import (
+	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -64,6 +65,11 @@ func TestConfigValidate(t *testing.T) {
 				t.Fatalf("Validate() = nil, want an error naming %s", tc.field)
 			case tc.field != "" && !strings.Contains(err.Error(), tc.field):
 				t.Fatalf("Validate() = %q, want it to name %s", err, tc.field)
+			}
+			// The field is named by type too, for callers that name settings otherwise.
+			var ce *s3io.ConfigError
+			if tc.field != "" && (!errors.As(err, &ce) || "Config."+ce.Field != tc.field) {
+				t.Fatalf("Validate() = %#v, want a *ConfigError for %s", err, tc.field)
 			}
 		})
 	}

@@ -258,3 +258,22 @@ func attemptsOf(err error) int {
 	}
 	return 1
 }
+
+// ConfigError is a Config that does not validate. Field names the offending field as Go
+// spells it ("ReadTimeout", or "Versions.AsOf" for a nested one), so that a caller that
+// takes its settings under other names, such as the expansion service's snake_case
+// configuration fields, can name the setting its user wrote.
+type ConfigError struct {
+	Field string
+	err   error
+}
+
+func (e *ConfigError) Error() string { return e.err.Error() }
+
+// Unwrap returns the cause, where there is one (a malformed Match pattern).
+func (e *ConfigError) Unwrap() error { return errors.Unwrap(e.err) }
+
+// configErrorf is a ConfigError about field, its message formatted as by fmt.Errorf.
+func configErrorf(field, format string, args ...any) error {
+	return &ConfigError{Field: field, err: fmt.Errorf(format, args...)}
+}

@@ -59,7 +59,7 @@ func (v Versions) listing() *listing.Versions {
 
 func (v Versions) validate(now time.Time) error {
 	if !v.AsOf.IsZero() && v.AsOf.After(now) {
-		return fmt.Errorf("s3io: Config.Versions.AsOf (%v) is in the future: a plan as of a time that has not come would change as the bucket does", v.AsOf)
+		return configErrorf("Versions.AsOf", "s3io: Config.Versions.AsOf (%v) is in the future: a plan as of a time that has not come would change as the bucket does", v.AsOf)
 	}
 	return nil
 }
