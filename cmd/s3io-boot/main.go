@@ -72,6 +72,16 @@ func main() {
 	os.Exit(code)
 }
 
+// unquoteID takes off the single quotes prism's PROCESS environment puts around the worker
+// ID (it passes --id='ID' without a shell to remove them); prism knows the worker by the
+// ID alone and refuses the quoted one. An ID is never quoted otherwise.
+func unquoteID(s string) string {
+	if len(s) >= 2 && s[0] == '\'' && s[len(s)-1] == '\'' {
+		return s[1 : len(s)-1]
+	}
+	return s
+}
+
 // servePool serves Beam's worker pool API on --port, starting this program once per worker.
 func servePool() {
 	bin, err := os.Executable()
@@ -93,6 +103,7 @@ func servePool() {
 // boot fetches the job's worker binary into a private directory and runs it until it ends,
 // its work is done, or ctx is cancelled; it returns the exit code for the boot.
 func boot(ctx context.Context) (int, error) {
+	*id = unquoteID(*id)
 	if *id == "" || *provisionEndpoint == "" {
 		return 2, fmt.Errorf("--id and --provision_endpoint are required (the runner passes them)")
 	}
