@@ -121,6 +121,9 @@ func boot(ctx context.Context) (int, error) {
 	if err != nil {
 		return 1, fmt.Errorf("pipeline options: %w", err)
 	}
+	if options, err = harnessOptions(options); err != nil {
+		return 1, err
+	}
 
 	sweepStale(*semiPersistDir)
 	wd, err := newWorkDir(*semiPersistDir)
