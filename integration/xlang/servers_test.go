@@ -83,9 +83,12 @@ func python(t *testing.T) string {
 	if _, err := os.Stat(py); err != nil {
 		unavailable(t, "no Python venv with apache-beam (%v): python3 -m venv .cache/beampy && .cache/beampy/bin/pip install 'apache-beam[yaml]==2.77.0' ./python", err)
 	}
-	out, err := exec.Command(py, "-c", "import os, s3io_beam; print(os.path.dirname(s3io_beam.__file__))").CombinedOutput()
+	var stderr bytes.Buffer
+	cmd := exec.Command(py, "-c", "import os, s3io_beam; print(os.path.dirname(s3io_beam.__file__))")
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
 	if err != nil {
-		unavailable(t, "s3io_beam is not installed in %s (%v: %s): %s -m pip install ./python", py, err, bytes.TrimSpace(out), filepath.Join(filepath.Dir(py), "pip"))
+		unavailable(t, "s3io_beam is not installed in %s (%v: %s): %s -m pip install ./python", py, err, tail(stderr.String(), 1000), py)
 	}
 	installed := strings.TrimSpace(string(out))
 	src := filepath.Join(repoRoot(), "python", "s3io_beam")
@@ -107,11 +110,12 @@ func python(t *testing.T) string {
 // tree (S3IO_EXPANSION), and returns its combined output.
 func runPython(t *testing.T, py, dir string, args ...string) (string, error) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
+	service := binaries(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, py, args...)
 	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "S3IO_EXPANSION="+binaries(t))
+	cmd.Env = append(os.Environ(), "S3IO_EXPANSION="+service)
 	start := time.Now()
 	out, err := cmd.CombinedOutput()
 	t.Logf("python %s: %v in %v", strings.Join(args[:1], " "), errOrOK(err), time.Since(start).Round(time.Millisecond))
