@@ -173,7 +173,9 @@ class ReadFromS3WithFailures(_S3ioRead):
     failures | beam.Map(lambda f: f'{f.key}: {f.reason}: {f.message}') | WriteToText(...)
   """
 
-  def expand(self, pbegin: pvalue.PBegin) -> ReadResult:
+  # Returns a ReadResult; not annotated so, since Beam reads the annotation as an output
+  # type hint, and warns that a NamedTuple is none.
+  def expand(self, pbegin: pvalue.PBegin):
     outputs = pbegin | self._external(READ_WITH_FAILURES_URN)
     return ReadResult(records=outputs['records'], failures=outputs['failures'])
 
