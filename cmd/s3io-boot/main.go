@@ -93,6 +93,7 @@ func servePool() {
 // boot fetches the job's worker binary into a private directory and runs it until it ends,
 // its work is done, or ctx is cancelled; it returns the exit code for the boot.
 func boot(ctx context.Context) (int, error) {
+	*id = unquoteID(*id)
 	if *id == "" || *provisionEndpoint == "" {
 		return 2, fmt.Errorf("--id and --provision_endpoint are required (the runner passes them)")
 	}
@@ -108,6 +109,9 @@ func boot(ctx context.Context) (int, error) {
 	logger := &tools.Logger{Endpoint: *loggingEndpoint}
 	options, err := tools.ProtoToJSON(info.GetPipelineOptions())
 	if err != nil {
+		return 1, fmt.Errorf("pipeline options: %w", err)
+	}
+	if options, err = forGoHarness(options); err != nil {
 		return 1, fmt.Errorf("pipeline options: %w", err)
 	}
 
@@ -205,4 +209,14 @@ func workerArtifact(staged []*pipepb.ArtifactInformation) (string, error) {
 		}
 	}
 	return "", fmt.Errorf("none of the %d staged artifacts is a Go worker binary", len(staged))
+}
+
+// unquoteID takes off the single quotes prism's PROCESS environment puts around the worker
+// ID (--id='job-001[job]_go'), which no shell removes: with them, the runner knows no such
+// worker and refuses the provision request.
+func unquoteID(id string) string {
+	if len(id) >= 2 && id[0] == '\'' && id[len(id)-1] == '\'' {
+		return id[1 : len(id)-1]
+	}
+	return id
 }
