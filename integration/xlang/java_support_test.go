@@ -122,9 +122,10 @@ func javaStartPrism(t *testing.T) string {
 	return fmt.Sprintf("localhost:%d", port)
 }
 
-// javaStartExpansion builds s3io-expansion and s3io-boot side by side (the PROCESS
-// environment runs the s3io-boot beside the service's binary) and serves expansions.
-func javaStartExpansion(t *testing.T) string {
+// javaBuildExpansion builds s3io-expansion and s3io-boot side by side (the PROCESS
+// environment runs the s3io-boot beside the service's binary) and returns the service's
+// path. It runs before versitygw.Start, whose isolated HOME would hide Go's build cache.
+func javaBuildExpansion(t *testing.T) string {
 	t.Helper()
 	dir := t.TempDir()
 	build := exec.Command("go", "build", "-o", dir+string(filepath.Separator), "./cmd/s3io-expansion", "./cmd/s3io-boot")
@@ -132,8 +133,14 @@ func javaStartExpansion(t *testing.T) string {
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("go build s3io-expansion s3io-boot: %v\n%s", err, out)
 	}
+	return filepath.Join(dir, "s3io-expansion")
+}
+
+// javaStartExpansion serves expansions with the s3io-expansion binary bin.
+func javaStartExpansion(t *testing.T, bin string) string {
+	t.Helper()
 	port := javaFreePort(t)
-	javaStartProcess(t, "s3io-expansion", exec.Command(filepath.Join(dir, "s3io-expansion"), fmt.Sprintf("--port=%d", port)), port, 30*time.Second)
+	javaStartProcess(t, "s3io-expansion", exec.Command(bin, fmt.Sprintf("--port=%d", port)), port, 30*time.Second)
 	return fmt.Sprintf("localhost:%d", port)
 }
 

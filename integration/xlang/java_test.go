@@ -19,9 +19,10 @@ import (
 // wrong configuration value must fail the Java program's expansion naming the field.
 func TestJavaExternalRead(t *testing.T) {
 	prog := javaCompile(t)
+	expansion := javaBuildExpansion(t)
 	g := versitygw.Start(t) // before prism: the job server's workers inherit its credentials
 	job := javaStartPrism(t)
-	svc := javaStartExpansion(t)
+	svc := javaStartExpansion(t, expansion)
 
 	g.CreateBucket(t, "xlang")
 	var want []string
