@@ -15,8 +15,9 @@ import (
 // server: s3io's read, expanded by the Go service s3io-expansion through Java's External.of,
 // runs in the Go environment, and Java's TextIO writes the records in Java's LOOPBACK
 // environment. Both the plain URN (records as byte[]) and the schema transform (Rows) must
-// produce the exact record multiset of a prefix of plain and gzip NDJSON objects, and a
-// wrong configuration value must fail the Java program's expansion naming the field.
+// produce the exact record multiset of a prefix of plain and gzip NDJSON objects,
+// read_with_failures must deliver a corrupt object on its second output, and a wrong
+// configuration value must fail the Java program's expansion naming the field.
 func TestJavaExternalRead(t *testing.T) {
 	prog := javaCompile(t)
 	expansion := javaBuildExpansion(t)
@@ -41,15 +42,23 @@ func TestJavaExternalRead(t *testing.T) {
 	g.Put(t, "xlang", "out/not-read.ndjson", []byte("outside the prefix\n"))
 	slices.Sort(want)
 
-	args := func(transform, endpoint, out string) []string {
+	// A prefix with one readable object and one whose gzip stream ends inside its header:
+	// read_with_failures emits the first's records and quarantines the second.
+	good, goodRecs := s3test.NDJSON("good", 400)
+	g.Put(t, "xlang", "mixed/good.ndjson", []byte(good))
+	cut, _ := s3test.NDJSON("cut", 400)
+	g.Put(t, "xlang", "mixed/cut.ndjson.gz", s3test.Gzip(cut)[:15])
+	slices.Sort(goodRecs)
+
+	args := func(transform, prefix, endpoint, out string) []string {
 		return []string{"--runner=PortableRunner", "--jobEndpoint=" + job, "--defaultEnvironmentType=LOOPBACK",
 			"--expansionService=" + svc, "--transform=" + transform,
-			"--bucket=xlang", "--prefix=in/", "--endpoint=" + endpoint, "--output=" + out}
+			"--bucket=xlang", "--prefix=" + prefix, "--endpoint=" + endpoint, "--output=" + out}
 	}
 	for _, transform := range []string{"plain", "schema"} {
 		t.Run(transform, func(t *testing.T) {
 			out := filepath.Join(t.TempDir(), "records")
-			if log, err := prog.run(t, args(transform, g.URL, out)...); err != nil {
+			if log, err := prog.run(t, args(transform, "in/", g.URL, out)...); err != nil {
 				t.Fatalf("Java pipeline (%s) failed: %v\n%s", transform, err, javaTail(log, 8000))
 			}
 			got := s3test.ReadLines(t, out+"-*")
@@ -59,9 +68,25 @@ func TestJavaExternalRead(t *testing.T) {
 			}
 		})
 	}
+	t.Run("failures", func(t *testing.T) {
+		dir := t.TempDir()
+		out, failures := filepath.Join(dir, "records"), filepath.Join(dir, "failures")
+		a := append(args("failures", "mixed/", g.URL, out), "--failuresOutput="+failures)
+		if log, err := prog.run(t, a...); err != nil {
+			t.Fatalf("Java pipeline (failures) failed: %v\n%s", err, javaTail(log, 8000))
+		}
+		got := s3test.ReadLines(t, out+"-*")
+		slices.Sort(got)
+		if !slices.Equal(got, goodRecs) {
+			t.Errorf("Java pipeline (failures) wrote %d records, want %d; first difference: %s", len(got), len(goodRecs), javaFirstDifference(got, goodRecs))
+		}
+		if f := s3test.ReadLines(t, failures+"-*"); !slices.Equal(f, []string{"mixed/cut.ndjson.gz corrupt"}) {
+			t.Errorf("Java pipeline (failures) wrote failures %q, want [\"mixed/cut.ndjson.gz corrupt\"]", f)
+		}
+	})
 	t.Run("wrong_field", func(t *testing.T) {
 		bad := strings.Replace(g.URL, "http://", "ftp://", 1)
-		log, err := prog.run(t, args("plain", bad, filepath.Join(t.TempDir(), "records"))...)
+		log, err := prog.run(t, args("plain", "in/", bad, filepath.Join(t.TempDir(), "records"))...)
 		if err == nil {
 			t.Fatalf("Java pipeline with endpoint %q succeeded, want an expansion error", bad)
 		}

@@ -23,7 +23,9 @@ import org.apache.beam.sdk.transforms.MapElements;
 import org.apache.beam.sdk.util.construction.External;
 import org.apache.beam.sdk.values.PBegin;
 import org.apache.beam.sdk.values.PCollection;
+import org.apache.beam.sdk.values.PCollectionTuple;
 import org.apache.beam.sdk.values.Row;
+import org.apache.beam.sdk.values.TupleTag;
 import org.apache.beam.sdk.values.TypeDescriptors;
 import org.apache.beam.vendor.grpc.v1p60p1.com.google.protobuf.ByteString;
 
@@ -34,7 +36,9 @@ import org.apache.beam.vendor.grpc.v1p60p1.com.google.protobuf.ByteString;
  *
  * <p>{@code --transform=plain} applies {@code beam:transform:spate-io:s3io:read:v1} (records as
  * byte[]); {@code --transform=schema} applies the schema transform {@code
- * beam:schematransform:spate-io:s3io:read:v1} (Rows with one field, {@code record}).
+ * beam:schematransform:spate-io:s3io:read:v1} (Rows with one field, {@code record}); {@code
+ * --transform=failures} applies {@code beam:transform:spate-io:s3io:read_with_failures:v1}, whose
+ * second output holds a Row per quarantined object.
  */
 public class ReadFromS3 {
   /** Where to read, where the service is, and where to write. */
@@ -70,6 +74,11 @@ public class ReadFromS3 {
     String getOutput();
 
     void setOutput(String value);
+
+    @Description("with --transform=failures: quarantined objects are written as FAILURES-*")
+    String getFailuresOutput();
+
+    void setFailuresOutput(String value);
   }
 
   // The configuration: any of the service's fields (bucket required, the rest nullable).
@@ -98,6 +107,22 @@ public class ReadFromS3 {
     return p.apply(
         "ReadFromS3",
         External.<PBegin, byte[]>of("beam:transform:spate-io:s3io:read:v1", payload, service));
+  }
+
+  /** The records ("records", byte[]) and quarantined objects ("failures", Rows). */
+  static PCollectionTuple readWithFailures(Pipeline p, Row config, String service)
+      throws IOException {
+    byte[] payload =
+        ExternalConfigurationPayload.newBuilder()
+            .setSchema(SchemaTranslation.schemaToProto(config.getSchema(), true))
+            .setPayload(encode(config))
+            .build()
+            .toByteArray();
+    return p.apply(
+        "ReadFromS3WithFailures",
+        External.<PBegin, Object>of(
+                "beam:transform:spate-io:s3io:read_with_failures:v1", payload, service)
+            .withMultiOutputs());
   }
 
   /** The records under the prefix as Rows (record: bytes), through the schema transform. */
@@ -149,9 +174,22 @@ public class ReadFromS3 {
                     MapElements.into(TypeDescriptors.strings())
                         .via(r -> new String(r.getBytes("record"), StandardCharsets.UTF_8)));
         break;
+      case "failures":
+        PCollectionTuple read = readWithFailures(p, config, opts.getExpansionService());
+        read.get(new TupleTag<Row>("failures"))
+            .apply(
+                MapElements.into(TypeDescriptors.strings())
+                    .via(f -> f.getString("key") + " " + f.getString("reason")))
+            .apply("WriteFailures", TextIO.write().to(opts.getFailuresOutput()));
+        lines =
+            read.get(new TupleTag<byte[]>("records"))
+                .apply(
+                    MapElements.into(TypeDescriptors.strings())
+                        .via(b -> new String(b, StandardCharsets.UTF_8)));
+        break;
       default:
         throw new IllegalArgumentException(
-            "--transform=" + opts.getTransform() + ": want plain or schema");
+            "--transform=" + opts.getTransform() + ": want plain, schema or failures");
     }
     lines.apply(TextIO.write().to(opts.getOutput()));
     try {
