@@ -96,14 +96,18 @@ public class ReadFromS3 {
     return ByteString.copyFrom(out.toByteArray());
   }
 
+  /** The payload of the plain URNs: what Python's NamedTupleBasedPayloadBuilder builds. */
+  static byte[] configPayload(Row config) throws IOException {
+    return ExternalConfigurationPayload.newBuilder()
+        .setSchema(SchemaTranslation.schemaToProto(config.getSchema(), true))
+        .setPayload(encode(config))
+        .build()
+        .toByteArray();
+  }
+
   /** The records under the prefix as byte[], through the plain URN. */
   static PCollection<byte[]> readPlain(Pipeline p, Row config, String service) throws IOException {
-    byte[] payload =
-        ExternalConfigurationPayload.newBuilder()
-            .setSchema(SchemaTranslation.schemaToProto(config.getSchema(), true))
-            .setPayload(encode(config))
-            .build()
-            .toByteArray();
+    byte[] payload = configPayload(config);
     return p.apply(
         "ReadFromS3",
         External.<PBegin, byte[]>of("beam:transform:spate-io:s3io:read:v1", payload, service));
@@ -112,12 +116,7 @@ public class ReadFromS3 {
   /** The records ("records", byte[]) and quarantined objects ("failures", Rows). */
   static PCollectionTuple readWithFailures(Pipeline p, Row config, String service)
       throws IOException {
-    byte[] payload =
-        ExternalConfigurationPayload.newBuilder()
-            .setSchema(SchemaTranslation.schemaToProto(config.getSchema(), true))
-            .setPayload(encode(config))
-            .build()
-            .toByteArray();
+    byte[] payload = configPayload(config);
     return p.apply(
         "ReadFromS3WithFailures",
         External.<PBegin, Object>of(
