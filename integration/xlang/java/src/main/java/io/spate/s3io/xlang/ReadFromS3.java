@@ -3,14 +3,15 @@ package io.spate.s3io.xlang;
 import java.io.ByteArrayOutputStream;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
+import org.apache.beam.fn.harness.ExternalWorkerService;
 import org.apache.beam.model.pipeline.v1.ExternalTransforms.ExternalConfigurationPayload;
 import org.apache.beam.model.pipeline.v1.ExternalTransforms.SchemaTransformPayload;
-import org.apache.beam.fn.harness.ExternalWorkerService;
 import org.apache.beam.sdk.Pipeline;
 import org.apache.beam.sdk.PipelineResult;
-import org.apache.beam.sdk.fn.server.GrpcFnServer;
 import org.apache.beam.sdk.coders.RowCoder;
+import org.apache.beam.sdk.fn.server.GrpcFnServer;
 import org.apache.beam.sdk.io.TextIO;
+import org.apache.beam.sdk.options.Default;
 import org.apache.beam.sdk.options.Description;
 import org.apache.beam.sdk.options.PipelineOptions;
 import org.apache.beam.sdk.options.PipelineOptionsFactory;
@@ -49,8 +50,8 @@ public class ReadFromS3 {
 
     void setExpansionService(String value);
 
-    @Description("plain (ExternalConfigurationPayload) or schema (SchemaTransformPayload)")
-    @org.apache.beam.sdk.options.Default.String("plain")
+    @Description("plain or failures (ExternalConfigurationPayload), schema (SchemaTransformPayload)")
+    @Default.String("plain")
     String getTransform();
 
     void setTransform(String value);
@@ -154,6 +155,7 @@ public class ReadFromS3 {
             .withFieldValue("bucket", opts.getBucket())
             .withFieldValue("prefix", opts.getPrefix())
             .withFieldValue("endpoint", opts.getEndpoint())
+            // Servers other than AWS (versitygw, MinIO) serve buckets by path, not host name.
             .withFieldValue("use_path_style", opts.getEndpoint() != null ? true : null)
             .build();
     Pipeline p = Pipeline.create(opts);
