@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -12,6 +13,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/runtime"
 )
 
 // The test binary doubles as the processes a boot supervises, chosen by fakeEnv.
@@ -207,5 +210,34 @@ func TestSweepRemovesOnlyAbandonedDirectories(t *testing.T) {
 	live.remove()
 	if left, _ := filepath.Glob(filepath.Join(root, "*")); len(left) != 0 {
 		t.Errorf("left under the root after the boot ended: %v", left)
+	}
+}
+
+func TestUnquoteID(t *testing.T) {
+	for in, want := range map[string]string{"'job-001[job]_go'": "job-001[job]_go", "1-1": "1-1", "'": "'", "''": "", "'a": "'a"} {
+		if got := unquoteID(in); got != want {
+			t.Errorf("unquoteID(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+// Python's options, as prism hands them to a Go worker of a cross-language read, must
+// decode into the Go harness's typed options.
+func TestForGoHarness(t *testing.T) {
+	py := `{"beam:option:parallelism:v1":"-1", "beam:option:experiments:v1":["beam_fn_api"], "beam:option:runner:v1":"PortableRunner",
+		"beam:option:retain_docker_containers:v1":"yes", "beam:option:app_name:v1":7, "beam:option:flink_master:v1":"[auto]"}`
+	got, err := forGoHarness(py)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var w runtime.RawOptionsWrapper
+	if err := json.Unmarshal([]byte(got), &w); err != nil {
+		t.Fatalf("the Go harness cannot decode %s: %v", got, err)
+	}
+	if w.Parallelism != -1 || w.Runner != "PortableRunner" || len(w.Experiments) != 1 || w.AppName != "" || w.RetainDocker {
+		t.Errorf("decoded %+v from %s", w, got)
+	}
+	if !strings.Contains(got, `"beam:option:flink_master:v1":"[auto]"`) {
+		t.Errorf("%s lost an option the harness does not type", got)
 	}
 }

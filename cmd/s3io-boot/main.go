@@ -72,16 +72,6 @@ func main() {
 	os.Exit(code)
 }
 
-// unquoteID takes off the single quotes prism's PROCESS environment puts around the worker
-// ID (it passes --id='ID' without a shell to remove them); prism knows the worker by the
-// ID alone and refuses the quoted one. An ID is never quoted otherwise.
-func unquoteID(s string) string {
-	if len(s) >= 2 && s[0] == '\'' && s[len(s)-1] == '\'' {
-		return s[1 : len(s)-1]
-	}
-	return s
-}
-
 // servePool serves Beam's worker pool API on --port, starting this program once per worker.
 func servePool() {
 	bin, err := os.Executable()
@@ -121,8 +111,8 @@ func boot(ctx context.Context) (int, error) {
 	if err != nil {
 		return 1, fmt.Errorf("pipeline options: %w", err)
 	}
-	if options, err = harnessOptions(options); err != nil {
-		return 1, err
+	if options, err = forGoHarness(options); err != nil {
+		return 1, fmt.Errorf("pipeline options: %w", err)
 	}
 
 	sweepStale(*semiPersistDir)
@@ -219,4 +209,14 @@ func workerArtifact(staged []*pipepb.ArtifactInformation) (string, error) {
 		}
 	}
 	return "", fmt.Errorf("none of the %d staged artifacts is a Go worker binary", len(staged))
+}
+
+// unquoteID takes off the single quotes prism's PROCESS environment puts around the worker
+// ID (--id='job-001[job]_go'), which no shell removes: with them, the runner knows no such
+// worker and refuses the provision request.
+func unquoteID(id string) string {
+	if len(id) >= 2 && id[0] == '\'' && id[len(id)-1] == '\'' {
+		return id[1 : len(id)-1]
+	}
+	return id
 }

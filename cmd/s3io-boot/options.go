@@ -2,45 +2,56 @@ package main
 
 import (
 	"encoding/json"
-	"fmt"
-	"reflect"
-	"strings"
-
-	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/runtime"
+	"strconv"
 )
 
-// harnessOptions returns a job's pipeline options (JSON) as the Go SDK harness can parse
-// them. The harness decodes them into runtime.RawOptionsWrapper and exits on a type it did
-// not expect; a pipeline built by another SDK, such as a Python one whose s3io reads run
-// here, sends some of those options typed its own way (Python sends parallelism as the
-// string "-1"). A value that holds the expected type inside a string is unwrapped; any
-// other mismatched value is dropped, the Go SDK's default standing in for it. Options the
-// harness does not read are kept as they are.
-func harnessOptions(options string) (string, error) {
-	var m map[string]json.RawMessage
+// forGoHarness fits a pipeline's options to the Go SDK harness, which decodes a few of the
+// portable options into typed fields (runtime.RawOptionsWrapper) and fails on any that
+// does not fit. A Go pipeline's options always fit. A Python or Java pipeline whose
+// transforms run in s3io's Go environment (cmd/s3io-expansion) sends its own:
+// Python's parallelism is the string "-1", as proto JSON writes an int64. A string that
+// is a number becomes the number; a typed option of any other shape is dropped, since the
+// Go worker of a cross-language read does not need it.
+func forGoHarness(options string) (string, error) {
+	var m map[string]any
 	if err := json.Unmarshal([]byte(options), &m); err != nil {
-		return "", fmt.Errorf("pipeline options: %w", err)
+		return "", err
 	}
-	changed := false
-	wrapper := reflect.TypeOf(runtime.RawOptionsWrapper{})
-	for i := 0; i < wrapper.NumField(); i++ {
-		f := wrapper.Field(i)
-		key, _, _ := strings.Cut(f.Tag.Get("json"), ",")
-		raw, ok := m[key]
-		if !ok || json.Unmarshal(raw, reflect.New(f.Type).Interface()) == nil {
-			continue
+	fit := func(key string, ok func(v any) (any, bool)) {
+		v, present := m[key]
+		if !present {
+			return
 		}
-		changed = true
-		var s string
-		if json.Unmarshal(raw, &s) == nil && json.Unmarshal([]byte(s), reflect.New(f.Type).Interface()) == nil {
-			m[key] = json.RawMessage(s)
-			continue
+		if nv, good := ok(v); good {
+			m[key] = nv
+		} else {
+			delete(m, key)
 		}
-		delete(m, key)
 	}
-	if !changed {
-		return options, nil
-	}
-	out, err := json.Marshal(m)
-	return string(out), err
+	isString := func(v any) (any, bool) { _, ok := v.(string); return v, ok }
+	fit("beam:option:runner:v1", isString)
+	fit("beam:option:app_name:v1", isString)
+	fit("beam:option:retain_docker_containers:v1", func(v any) (any, bool) { _, ok := v.(bool); return v, ok })
+	fit("beam:option:parallelism:v1", func(v any) (any, bool) {
+		switch n := v.(type) {
+		case float64:
+			return n, n == float64(int(n))
+		case string:
+			i, err := strconv.Atoi(n)
+			return i, err == nil
+		}
+		return nil, false
+	})
+	fit("beam:option:experiments:v1", func(v any) (any, bool) {
+		l, ok := v.([]any)
+		for _, e := range l {
+			if _, s := e.(string); !s {
+				return nil, false
+			}
+		}
+		return v, ok
+	})
+	fit("beam:option:go_options:v1", func(v any) (any, bool) { _, ok := v.(map[string]any); return v, ok })
+	b, err := json.Marshal(m)
+	return string(b), err
 }

@@ -305,8 +305,7 @@ func TestPythonWrongField(t *testing.T) {
 // turns each record Row into hex with MapToFields and writes it with WriteToText: the exact
 // multiset. Its providers come from s3io_beam's providers.yaml (the service started by the
 // wrapper), on prism; then from a remote provider naming a running s3io-expansion, on
-// Flink. (On prism a remote provider needs s3io_beam imported in the pipeline's process:
-// without it prism confuses the Python and Go workers' metrics, see s3io_beam/_shortids.py.)
+// Flink.
 func TestYAMLRead(t *testing.T) {
 	py := python(t)
 	g := versitygw.Start(t)

@@ -23,7 +23,6 @@ DirectRunner cannot run Go transforms.
 
 import os
 
-from s3io_beam import _shortids
 from s3io_beam._config import S3ReadConfig
 from s3io_beam._service import S3ioExpansionService, find_service
 from s3io_beam.transforms import (
@@ -32,8 +31,6 @@ from s3io_beam.transforms import (
     ReadFromS3WithPositions,
     ReadResult,
 )
-
-_shortids.install()
 
 #: The Beam YAML provider file for ReadFromS3, ReadFromS3WithFailures and
 #: ReadFromS3WithPositions, for a pipeline's ``providers: [{include: ...}]``.
