@@ -49,10 +49,11 @@ class BuildPyWithGo(build_py):
   """build_py that also builds the Go binaries into the package's _bin directory."""
 
   def run(self):
+    # build/ outlives an install: files and binaries of an earlier one must not be packaged
+    # again.
+    shutil.rmtree(os.path.join(self.build_lib, 's3io_beam'), ignore_errors=True)
     super().run()
     out = os.path.join(os.path.abspath(self.build_lib), 's3io_beam', '_bin')
-    # build/ outlives an install: binaries from an earlier one must not be packaged again.
-    shutil.rmtree(out, ignore_errors=True)
     repo, go = _repo_root(), _go()
     if repo is None or go is None:
       _say(
