@@ -54,7 +54,7 @@ func environment(kind, config, self string) (*pipepb.Environment, error) {
 	case "DOCKER":
 		urn, cfg = graphx.URNEnvDocker, config
 		if cfg == "" {
-			return nil, fmt.Errorf("a DOCKER environment needs --environment_config=IMAGE, an image built from deploy/docker/Dockerfile.expansion-worker")
+			return nil, fmt.Errorf("a DOCKER environment needs --environment_config=IMAGE, an image built from deploy/docker/Dockerfile.expansion-worker (docs/deploy.md)")
 		}
 	default:
 		return nil, fmt.Errorf("--environment_type %q: use PROCESS, EXTERNAL or DOCKER", kind)
