@@ -14,7 +14,7 @@
 //	s3io-expansion --port=8097 --environment_type=DOCKER --environment_config=IMAGE
 //
 // The transforms (URNs and schema transform identifiers), their configuration fields and
-// outputs are in README.md, "From Python, Java and YAML". Credentials are never part of the
+// outputs are in (README, "From Python, Java and YAML"). Credentials are never part of the
 // configuration: workers take them from their environment.
 package main
 

@@ -639,3 +639,33 @@ func TestReadPathMap(t *testing.T) {
 		t.Errorf(`docs/design.md's "Map of the read path" names %d files; want the read path's files`, named)
 	}
 }
+
+// fileBlock is a README code block that shows a file of the repository: the whole file
+// (<!-- file: PATH -->) or a contiguous part of it (<!-- excerpt: PATH -->), on the line
+// before the block.
+var fileBlock = regexp.MustCompile("(?s)<!-- (file|excerpt): (\\S+) -->\n```[a-z]*\n(.*?)```")
+
+// TestFileBlocks checks that every block marked as a file's is that file, or a part of it,
+// as it is: the programs the README shows are the ones the tests run.
+func TestFileBlocks(t *testing.T) {
+	root := repoRoot(t)
+	text := strings.Join(readme(t), "\n")
+	blocks := fileBlock.FindAllStringSubmatch(text, -1)
+	if len(blocks) == 0 {
+		t.Fatal("no <!-- file: --> or <!-- excerpt: --> block: the pattern no longer matches the README")
+	}
+	for _, m := range blocks {
+		kind, rel, block := m[1], m[2], m[3]
+		data, err := os.ReadFile(filepath.Join(root, filepath.FromSlash(rel)))
+		if err != nil {
+			t.Errorf("README shows %s: %v", rel, err)
+			continue
+		}
+		switch {
+		case kind == "file" && string(data) != block:
+			t.Errorf("README's block for %s is not the file as it is", rel)
+		case kind == "excerpt" && !strings.Contains(string(data), block):
+			t.Errorf("README's excerpt of %s is not a contiguous part of the file as it is", rel)
+		}
+	}
+}
