@@ -2,7 +2,7 @@
 // read through s3io by a Go pipeline and by a Python pipeline (cmd/s3io-expansion), on one
 // prism job server, in one run.
 //
-//	go test -run '^$' -bench CrossLanguage -benchtime 3x ./integration/xlangbench
+//	go test -run '^$' -bench CrossLanguage -benchtime 3x -timeout 40m ./integration/xlangbench
 package xlangbench
 
 import (
@@ -130,6 +130,9 @@ func BenchmarkCrossLanguage(b *testing.B) {
 	g := versitygw.Start(b)
 	g.CreateBucket(b, "bench")
 	want := seed(b, g, "bench")
+	// One record under tiny/: what a Python job through s3io costs whatever it reads
+	// (submission, the worker binary staged and started).
+	g.Put(b, "bench", "tiny/one.ndjson", []byte("{\"one\":1}\n"))
 
 	jobPort, expPort := freePort(b), freePort(b)
 	// The Go workers of the Python pipeline inherit prism's environment: the credentials
@@ -179,6 +182,18 @@ func BenchmarkCrossLanguage(b *testing.B) {
 			check(b, out)
 		}
 		report(b)
+	})
+	b.Run("python-one-record", func(b *testing.B) {
+		for i := range b.N {
+			out := filepath.Join(dir, fmt.Sprintf("py-one-%d.txt", i))
+			cmd := exec.Command(python, filepath.Join("testdata", "count.py"), jobEndpoint, fmt.Sprintf("localhost:%d", expPort), g.URL, "bench", "tiny/", out)
+			if o, err := cmd.CombinedOutput(); err != nil {
+				b.Fatalf("python: %v\n%s", err, o)
+			}
+			if got, _ := os.ReadFile(out); strings.TrimSpace(string(got)) != "1 9" {
+				b.Fatalf("read %q under tiny/, want 1 record of 9 bytes", got)
+			}
+		}
 	})
 	// The floor: the same count of records, made in Python, through a runner shuffle.
 	b.Run("python-floor", func(b *testing.B) {
