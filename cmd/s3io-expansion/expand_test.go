@@ -101,6 +101,13 @@ func TestExpand(t *testing.T) {
 				if urn := c.GetCoders()[pc.GetCoderId()].GetSpec().GetUrn(); urn != wantCoder[tag] {
 					t.Errorf("output %q coded with %q, want %q", tag, urn, wantCoder[tag])
 				}
+				// Records as bytes leave the reader itself: no step between it and the
+				// boundary copies or wraps them.
+				if tag == "records" {
+					if p := producer(c, root.GetOutputs()[tag]); !strings.HasSuffix(p, "/s3io.readFn") {
+						t.Errorf("records are produced by %q, want s3io's reader itself", p)
+					}
+				}
 			}
 			checkReferences(t, c, root, "ns1")
 			if len(resp.GetRequirements()) == 0 {
@@ -264,4 +271,19 @@ func TestDiscover(t *testing.T) {
 	if len(got) != 3 {
 		t.Errorf("discovered %d schema transforms, want 3", len(got))
 	}
+}
+
+// producer names the primitive transform that outputs PCollection id.
+func producer(c *pipepb.Components, id string) string {
+	for _, tr := range c.GetTransforms() {
+		if len(tr.GetSubtransforms()) > 0 {
+			continue
+		}
+		for _, o := range tr.GetOutputs() {
+			if o == id {
+				return tr.GetUniqueName()
+			}
+		}
+	}
+	return ""
 }
