@@ -23,6 +23,7 @@ import (
 
 	"github.com/spate-io/beam-s3/internal/faultproxy"
 	"github.com/spate-io/beam-s3/internal/flinkcluster"
+	"github.com/spate-io/beam-s3/internal/jobservers"
 	"github.com/spate-io/beam-s3/internal/s3test"
 	"github.com/spate-io/beam-s3/internal/versitygw"
 	"github.com/spate-io/beam-s3/s3io"
@@ -43,7 +44,7 @@ type sessionCluster struct {
 func startSessionCluster(t *testing.T) *sessionCluster {
 	t.Helper()
 	if _, err := os.Stat(flinkcluster.ClasspathFile()); err != nil {
-		unavailable(t, "Flink cluster classpath not resolved (%v): mvn -q -B -f integration/runners/flink-cluster/pom.xml dependency:build-classpath -Dmdep.outputFile=$PWD/.cache/flink-cluster/classpath.txt", err)
+		jobservers.Unavailable(t, "Flink cluster classpath not resolved (%v): mvn -q -B -f integration/runners/flink-cluster/pom.xml dependency:build-classpath -Dmdep.outputFile=$PWD/.cache/flink-cluster/classpath.txt", err)
 	}
 	boot := filepath.Join(t.TempDir(), "s3io-boot")
 	build := exec.Command("go", "build", "-o", boot, "github.com/spate-io/beam-s3/cmd/s3io-boot")
@@ -55,7 +56,7 @@ func startSessionCluster(t *testing.T) *sessionCluster {
 		Conf: map[string]string{"heartbeat.interval": "2000", "heartbeat.timeout": "8000",
 			"restart-strategy.fixed-delay.delay": "2 s"},
 	})
-	return &sessionCluster{Cluster: c, endpoint: startFlinkJobServer(t, c.Master()), boot: boot}
+	return &sessionCluster{Cluster: c, endpoint: jobservers.Flink(t, c.Master()), boot: boot}
 }
 
 // withProcessWorkers runs submit with the job options set for the cluster: its job

@@ -23,6 +23,7 @@ import (
 
 	"github.com/spate-io/beam-s3/internal/clitool"
 	"github.com/spate-io/beam-s3/internal/faultproxy"
+	"github.com/spate-io/beam-s3/internal/jobservers"
 	"github.com/spate-io/beam-s3/internal/s3test"
 	"github.com/spate-io/beam-s3/internal/versitygw"
 	"github.com/spate-io/beam-s3/s3io"
@@ -46,9 +47,9 @@ type run struct {
 
 var targets = []target{
 	{name: "prism in-process", runner: "prism"},
-	{name: "prism job server", runner: "universal", start: startPrismJobServer},
+	{name: "prism job server", runner: "universal", start: func(t *testing.T) string { return jobservers.Prism(t) }},
 	{
-		name: "flink", runner: "flink", start: func(t *testing.T) string { return startFlinkJobServer(t, "[local]") },
+		name: "flink", runner: "flink", start: func(t *testing.T) string { return jobservers.Flink(t, "[local]") },
 		// Flink never splits a splittable DoFn dynamically: descriptors and initial
 		// splits are its parallelism. With parallelism 2, two tasks read at once.
 		check: func(t *testing.T, r *run) {

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/spate-io/beam-s3/internal/jobservers"
 )
 
 // The Java side of the cross-language tests: the Java program of integration/xlang/java,
@@ -28,15 +30,15 @@ func javaCompile(t *testing.T) javaProgram {
 	cpFile := filepath.Join(repoRoot(), ".cache", "xlang-java", "classpath.txt")
 	cp, err := os.ReadFile(cpFile)
 	if err != nil || len(bytes.TrimSpace(cp)) == 0 {
-		unavailable(t, "the Java program's classpath is not resolved (%v): mvn -q -B -f integration/xlang/java/pom.xml dependency:build-classpath -Dmdep.outputFile=$PWD/.cache/xlang-java/classpath.txt", err)
+		jobservers.Unavailable(t, "the Java program's classpath is not resolved (%v): mvn -q -B -f integration/xlang/java/pom.xml dependency:build-classpath -Dmdep.outputFile=$PWD/.cache/xlang-java/classpath.txt", err)
 	}
 	java, err := exec.LookPath("java")
 	if err != nil {
-		unavailable(t, "java not found: the Java pipeline needs Java 17")
+		jobservers.Unavailable(t, "java not found: the Java pipeline needs Java 17")
 	}
 	javac, err := exec.LookPath("javac")
 	if err != nil {
-		unavailable(t, "javac not found: the Java pipeline needs a Java 17 JDK")
+		jobservers.Unavailable(t, "javac not found: the Java pipeline needs a Java 17 JDK")
 	}
 	src, err := filepath.Glob(filepath.Join(repoRoot(), "integration", "xlang", "java", "src", "main", "java", "io", "spate", "s3io", "xlang", "*.java"))
 	if err != nil || len(src) == 0 {

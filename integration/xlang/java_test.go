@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/spate-io/beam-s3/internal/jobservers"
 	"github.com/spate-io/beam-s3/internal/s3test"
 	"github.com/spate-io/beam-s3/internal/versitygw"
 )
@@ -22,7 +23,7 @@ func TestJavaExternalRead(t *testing.T) {
 	prog := javaCompile(t)
 	binaries(t)             // built before versitygw.Start, whose isolated HOME hides Go's build cache
 	g := versitygw.Start(t) // before prism: the job server's workers inherit its credentials
-	job := startPrismJobServer(t)
+	job := jobservers.Prism(t)
 	svc := startExpansionService(t)
 
 	g.CreateBucket(t, "xlang")
@@ -59,7 +60,7 @@ func TestJavaExternalRead(t *testing.T) {
 		t.Run(transform, func(t *testing.T) {
 			out := filepath.Join(t.TempDir(), "records")
 			if log, err := prog.run(t, args(transform, "in/", g.URL, out)...); err != nil {
-				t.Fatalf("Java pipeline (%s) failed: %v\n%s", transform, err, tail(log, 8000))
+				t.Fatalf("Java pipeline (%s) failed: %v\n%s", transform, err, jobservers.Tail(log, 8000))
 			}
 			got := s3test.ReadLines(t, out+"-*")
 			slices.Sort(got)
@@ -73,7 +74,7 @@ func TestJavaExternalRead(t *testing.T) {
 		out, failures := filepath.Join(dir, "records"), filepath.Join(dir, "failures")
 		a := append(args("failures", "mixed/", g.URL, out), "--failuresOutput="+failures)
 		if log, err := prog.run(t, a...); err != nil {
-			t.Fatalf("Java pipeline (failures) failed: %v\n%s", err, tail(log, 8000))
+			t.Fatalf("Java pipeline (failures) failed: %v\n%s", err, jobservers.Tail(log, 8000))
 		}
 		got := s3test.ReadLines(t, out+"-*")
 		slices.Sort(got)
@@ -91,7 +92,7 @@ func TestJavaExternalRead(t *testing.T) {
 			t.Fatalf("Java pipeline with endpoint %q succeeded, want an expansion error", bad)
 		}
 		if !strings.Contains(log, `expansion service error`) || !strings.Contains(log, `field "endpoint"`) {
-			t.Errorf("Java pipeline with endpoint %q: want an expansion error naming field \"endpoint\", got:\n%s", bad, tail(log, 4000))
+			t.Errorf("Java pipeline with endpoint %q: want an expansion error naming field \"endpoint\", got:\n%s", bad, jobservers.Tail(log, 4000))
 		}
 	})
 }

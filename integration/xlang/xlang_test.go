@@ -19,6 +19,7 @@ import (
 
 	"github.com/spate-io/beam-s3/internal/clitool"
 	"github.com/spate-io/beam-s3/internal/faultproxy"
+	"github.com/spate-io/beam-s3/internal/jobservers"
 	"github.com/spate-io/beam-s3/internal/s3test"
 	"github.com/spate-io/beam-s3/internal/versitygw"
 )
@@ -149,7 +150,7 @@ func TestPythonPackage(t *testing.T) {
 	if err != nil {
 		t.Fatalf("python unit tests: %v\n%s", err, out)
 	}
-	t.Logf("%s", tail(out, 3000))
+	t.Logf("%s", jobservers.Tail(out, 3000))
 }
 
 // A Python pipeline reads a mixed prefix through ReadFromS3 and writes the records with
@@ -164,8 +165,8 @@ func TestPythonRead(t *testing.T) {
 		start func(t *testing.T) string
 		split bool
 	}{
-		{"prism", startPrismJobServer, true},
-		{"flink", startFlinkJobServer, false},
+		{"prism", func(t *testing.T) string { return jobservers.Prism(t) }, true},
+		{"flink", func(t *testing.T) string { return jobservers.Flink(t, "[local]") }, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			g := versitygw.Start(t)
@@ -185,7 +186,7 @@ func TestPythonRead(t *testing.T) {
 			args := append([]string{testdata("read_s3.py"), "--bucket=mixed", "--prefix=in/", "--endpoint=" + proxy.URL,
 				"--out=" + out, "--metrics_out=" + metrics}, portableArgs(endpoint)...)
 			if log, err := runPython(t, py, dir, args...); err != nil {
-				t.Fatalf("%s: the Python pipeline failed: %v\n%s", tc.name, err, tail(log, 8000))
+				t.Fatalf("%s: the Python pipeline failed: %v\n%s", tc.name, err, jobservers.Tail(log, 8000))
 			}
 			got := readHex(t, out+"*")
 			c := counters(t, metrics)
@@ -238,13 +239,13 @@ func TestPythonReadWithFailures(t *testing.T) {
 	want, keys := seedMixed(t, g, "failing", "in/")
 	deleted := keys[3]
 	proxy.Before = faultproxy.BeforeFirstGet([]string{deleted}, func(key string) { g.Delete(t, "failing", key) })
-	endpoint := startPrismJobServer(t)
+	endpoint := jobservers.Prism(t)
 	dir := t.TempDir()
 	out, failuresOut := filepath.Join(dir, "records"), filepath.Join(dir, "failures")
 	args := append([]string{testdata("read_s3.py"), "--bucket=failing", "--prefix=in/", "--endpoint=" + proxy.URL,
 		"--out=" + out, "--failures_out=" + failuresOut}, portableArgs(endpoint)...)
 	if log, err := runPython(t, py, dir, args...); err != nil {
-		t.Fatalf("the Python pipeline failed: %v\n%s", err, tail(log, 8000))
+		t.Fatalf("the Python pipeline failed: %v\n%s", err, jobservers.Tail(log, 8000))
 	}
 	lines := s3test.ReadLines(t, failuresOut+"*")
 	if len(lines) != 1 {
@@ -287,11 +288,11 @@ func TestPythonWrongField(t *testing.T) {
 				"--out=" + filepath.Join(dir, "records"), "--config=" + tc.config}, portableArgs("localhost:9")...)
 			log, err := runPython(t, py, dir, args...)
 			if err == nil {
-				t.Fatalf("the pipeline with %s was built and run:\n%s", tc.config, tail(log, 4000))
+				t.Fatalf("the pipeline with %s was built and run:\n%s", tc.config, jobservers.Tail(log, 4000))
 			}
 			for _, w := range tc.want {
 				if !strings.Contains(log, w) {
-					t.Fatalf("the error for %s does not say %q:\n%s", tc.config, w, tail(log, 4000))
+					t.Fatalf("the error for %s does not say %q:\n%s", tc.config, w, jobservers.Tail(log, 4000))
 				}
 			}
 			if i := strings.Index(log, tc.want[0]); i >= 0 {
@@ -322,8 +323,8 @@ func TestYAMLRead(t *testing.T) {
 		start     func(t *testing.T) string
 		providers func(t *testing.T) string
 	}{
-		{"packaged providers on prism", startPrismJobServer, func(*testing.T) string { return packaged }},
-		{"remote provider on flink", startFlinkJobServer, func(t *testing.T) string {
+		{"packaged providers on prism", func(t *testing.T) string { return jobservers.Prism(t) }, func(*testing.T) string { return packaged }},
+		{"remote provider on flink", func(t *testing.T) string { return jobservers.Flink(t, "[local]") }, func(t *testing.T) string {
 			remote := filepath.Join(t.TempDir(), "remote.yaml")
 			os.WriteFile(remote, []byte(fmt.Sprintf(`- type: remote
   config:
@@ -342,7 +343,7 @@ func TestYAMLRead(t *testing.T) {
 			args := append([]string{"-m", "apache_beam.yaml.main", "--yaml_pipeline_file=" + testdata("read_s3.yaml"),
 				"--jinja_variables=" + string(vars)}, portableArgs(endpoint)...)
 			if log, err := runPython(t, py, dir, args...); err != nil {
-				t.Fatalf("the YAML pipeline failed: %v\n%s", err, tail(log, 8000))
+				t.Fatalf("the YAML pipeline failed: %v\n%s", err, jobservers.Tail(log, 8000))
 			}
 			got := readHex(t, records+"*")
 			t.Logf("%s: %d records written by YAML's WriteToText, %d seeded", tc.name, len(got), len(want))

@@ -10,7 +10,6 @@ import (
 	"context"
 	"fmt"
 	"math/rand"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -25,6 +24,7 @@ import (
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/testing/ptest"
 
 	"github.com/spate-io/beam-s3/internal/flinkcluster"
+	"github.com/spate-io/beam-s3/internal/jobservers"
 	"github.com/spate-io/beam-s3/internal/s3test"
 	"github.com/spate-io/beam-s3/internal/versitygw"
 	"github.com/spate-io/beam-s3/s3io"
@@ -74,51 +74,14 @@ func seed(b *testing.B, g *versitygw.Gateway, bucket string) (want sizes) {
 	return want
 }
 
-func freePort(b *testing.B) int {
-	p, err := versitygw.FreePort()
-	if err != nil {
-		b.Fatal(err)
-	}
-	return p
-}
-
-// start runs cmd until the benchmark ends, once port accepts connections.
-func start(b *testing.B, name string, cmd *exec.Cmd, port int) {
-	var logs bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &logs, &logs
-	if err := cmd.Start(); err != nil {
-		b.Fatalf("start %s: %v", name, err)
-	}
-	b.Cleanup(func() {
-		cmd.Process.Kill()
-		cmd.Wait()
-		if b.Failed() {
-			b.Logf("%s output:\n%s", name, logs.String())
-		}
-	})
-	for deadline := time.Now().Add(time.Minute); ; {
-		if c, err := net.Dial("tcp", fmt.Sprintf("127.0.0.1:%d", port)); err == nil {
-			c.Close()
-			return
-		}
-		if time.Now().After(deadline) {
-			b.Fatalf("%s not ready on port %d:\n%s", name, port, logs.String())
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-}
-
 func BenchmarkCrossLanguage(b *testing.B) {
 	root := flinkcluster.RepoRoot()
 	python := os.Getenv("S3IO_PYTHON")
 	if python == "" {
 		python = filepath.Join(root, ".cache", "beampy", "bin", "python")
 	}
-	prism := filepath.Join(root, ".cache", "bin", "prism")
-	for _, bin := range []string{python, prism} {
-		if _, err := os.Stat(bin); err != nil {
-			b.Skipf("%v: .ci/run installs it", err)
-		}
+	if _, err := os.Stat(python); err != nil {
+		b.Skipf("%v: .ci/run installs it", err)
 	}
 	// Built before versitygw.Start, which points HOME away from the Go build cache.
 	dir := b.TempDir()
@@ -134,12 +97,11 @@ func BenchmarkCrossLanguage(b *testing.B) {
 	// (submission, the worker binary staged and started).
 	g.Put(b, "bench", "tiny/one.ndjson", []byte("{\"one\":1}\n"))
 
-	jobPort, expPort := freePort(b), freePort(b)
 	// The Go workers of the Python pipeline inherit prism's environment: the credentials
 	// versitygw.Start put in this process's.
-	start(b, "prism job server", exec.Command(prism, fmt.Sprintf("--job_port=%d", jobPort), "--serve_http=false"), jobPort)
-	start(b, "s3io-expansion", exec.Command(filepath.Join(dir, "s3io-expansion"), fmt.Sprintf("--port=%d", expPort)), expPort)
-	jobEndpoint := fmt.Sprintf("localhost:%d", jobPort)
+	jobEndpoint := jobservers.Prism(b)
+	expPort := jobservers.FreePort(b)
+	jobservers.Start(b, "s3io-expansion", exec.Command(filepath.Join(dir, "s3io-expansion"), fmt.Sprintf("--port=%d", expPort)), expPort, time.Minute)
 
 	check := func(b *testing.B, out string) {
 		got, err := os.ReadFile(out)
