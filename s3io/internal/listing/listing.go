@@ -123,6 +123,7 @@ func (l *Listing) send(ctx context.Context, in *s3.ListObjectsV2Input, probe boo
 	if err := p.unescape(l.opts.Bucket); err != nil {
 		return nil, err
 	}
+	p.requests = 1
 	return p, nil
 }
 
@@ -249,7 +250,7 @@ func (l *Listing) work(ctx context.Context) {
 			l.cond.Broadcast()
 			return
 		}
-		l.stats.Requests += int64(max(out.requests, 1))
+		l.stats.Requests += int64(out.requests)
 		l.stats.Versions += int64(out.versions)
 		if t.probe {
 			l.stats.Probes++

@@ -34,7 +34,8 @@ type Page struct {
 	// Last, when set, is the last key the page covered, which a version listing's page
 	// (see sendVersions) may have left out of Objects.
 	Last string
-	// requests is how many requests the page took, when more than one.
+	// requests is how many LIST requests the page took: one, more when a version listing
+	// pages on inside it, none when its range lies past the prefix and nothing was sent.
 	requests int
 	// versions is how many versions and delete markers a version listing's page held.
 	versions int

@@ -217,6 +217,7 @@ func TestVersionListingSelectsOneVersionPerKey(t *testing.T) {
 						l := testListing(t, opts, "data/", "", p, page)
 						var got []string
 						ctx := t.Context()
+						sent := srv.requests.Load()
 						l.Run(ctx)
 						for {
 							objs, err := l.Next()
@@ -235,6 +236,10 @@ func TestVersionListingSelectsOneVersionPerKey(t *testing.T) {
 						}
 						if !slices.Equal(got, want) {
 							t.Fatalf("as of %v, parallelism %d, pages of %d: %d versions, want %d; first difference at %d", asOf, p, page, len(got), len(want), firstDiff(got, want))
+						}
+						// The requests counted are the requests the server answered.
+						if n, sent := l.Stats().Requests, srv.requests.Load()-sent; n != sent {
+							t.Fatalf("parallelism %d, pages of %d: %d LIST requests counted, %d sent", p, page, n, sent)
 						}
 					}
 				}
