@@ -3,15 +3,11 @@ package minio
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
-	"net"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
-	"sync"
 	"testing"
 	"time"
 
@@ -21,6 +17,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3/types"
 
 	"github.com/spate-io/beam-s3/internal/s3test"
+	"github.com/spate-io/beam-s3/internal/serverproc"
 )
 
 // Version is the MinIO server module version the tests run against; .ci/run installs it.
@@ -48,22 +45,10 @@ type Server struct {
 	Client *s3.Client
 }
 
-// Process is a running MinIO process. Close stops it; the directory is left as it is, so a
-// caller can serve the same data again from a later process.
-type Process struct {
-	// URL is the path-style endpoint, http://127.0.0.1:PORT.
-	URL string
-	// Port is the loopback port the server listens on.
-	Port int
-	// Dir holds the server's drive (Dir/drive) and its empty certificate directory.
-	Dir string
-
-	cmd  *exec.Cmd
-	logs *lockedBuffer
-	done chan struct{} // closed when the process has exited
-	err  error         // the process's exit status, valid once done is closed
-	once sync.Once
-}
+// Process is a running MinIO process (serverproc.Process). Close stops it; the directory
+// (its drive, Dir/drive, and an empty certificate directory) is left as it is, so a caller
+// can serve the same data again from a later process.
+type Process struct{ *serverproc.Process }
 
 // FindBinary finds the server: $MINIO, then PATH, then the repository's .cache/bin where
 // .ci/run installs it. The error says how to install it.
@@ -89,7 +74,7 @@ func FindBinary() (string, error) {
 // test does not leave a server behind.
 func Launch(bin, dir string, port int) (*Process, error) {
 	if port == 0 {
-		p, err := freePort()
+		p, err := serverproc.FreePort()
 		if err != nil {
 			return nil, err
 		}
@@ -105,65 +90,14 @@ func Launch(bin, dir string, port int) (*Process, error) {
 	cmd.Env = append(os.Environ(),
 		"MINIO_ROOT_USER="+AccessKey, "MINIO_ROOT_PASSWORD="+SecretKey,
 		"MINIO_BROWSER=off", "MINIO_UPDATE=off")
-	setParentDeathSignal(cmd)
-	logs := &lockedBuffer{}
-	cmd.Stdout, cmd.Stderr = logs, logs
-	if err := cmd.Start(); err != nil {
-		return nil, fmt.Errorf("start %s: %w", bin, err)
-	}
-	p := &Process{URL: fmt.Sprintf("http://127.0.0.1:%d", port), Port: port, Dir: dir, cmd: cmd, logs: logs, done: make(chan struct{})}
-	go func() {
-		p.err = cmd.Wait()
-		close(p.done)
-	}()
-	if err := p.waitReady(HealthTimeout); err != nil {
-		p.Close()
+	// Only the cluster health endpoint waits for the drive, bucket metadata and IAM to be
+	// initialized: /minio/health/live and /minio/health/ready answer 200 as soon as the
+	// listener is up, while S3 requests still fail with 503 XMinioServerNotInitialized.
+	p, err := serverproc.Launch("minio", cmd, port, dir, serverproc.Ready{Path: "/minio/health/cluster", Poll: 50 * time.Millisecond, Timeout: HealthTimeout})
+	if err != nil {
 		return nil, err
 	}
-	return p, nil
-}
-
-// waitReady polls the cluster health endpoint until it answers 200, the process exits, or
-// timeout passes. Only that endpoint waits for the drive, bucket metadata and IAM to be
-// initialized: /minio/health/live and /minio/health/ready answer 200 as soon as the listener
-// is up, while S3 requests still fail with 503 XMinioServerNotInitialized.
-func (p *Process) waitReady(timeout time.Duration) error {
-	client := &http.Client{Timeout: time.Second}
-	deadline := time.Now().Add(timeout)
-	var last error
-	for {
-		resp, err := client.Get(p.URL + "/minio/health/cluster")
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return nil
-			}
-			err = fmt.Errorf("cluster health check answered %s", resp.Status)
-		}
-		last = err
-		select {
-		case <-p.done:
-			return fmt.Errorf("minio on %s exited before it was ready (%v):\n%s", p.URL, p.err, p.Logs())
-		case <-time.After(50 * time.Millisecond):
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("minio on %s not ready after %v (last error %v):\n%s", p.URL, timeout, last, p.Logs())
-		}
-	}
-}
-
-// Logs returns what the server has written to stdout and stderr so far.
-func (p *Process) Logs() string { return p.logs.String() }
-
-// Close kills the server and waits for it to exit. It is safe to call more than once.
-func (p *Process) Close() error {
-	p.once.Do(func() {
-		if err := p.cmd.Process.Kill(); err != nil && !errors.Is(err, os.ErrProcessDone) {
-			return
-		}
-		<-p.done
-	})
-	return nil
+	return &Process{p}, nil
 }
 
 // Client returns a path-style S3 client for the server with the root credentials.
@@ -174,25 +108,6 @@ func (p *Process) Client() *s3.Client {
 		UsePathStyle: true,
 		Credentials:  credentials.NewStaticCredentialsProvider(AccessKey, SecretKey, ""),
 	})
-}
-
-// lockedBuffer collects the server's output, written by the exec package's copying
-// goroutines while Logs may read it.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }
 
 // Start starts MinIO for the test over a fresh temporary directory and points the worker-side
@@ -220,16 +135,6 @@ func Start(t testing.TB) *Server {
 
 	s3test.SetAWSEnv(t, AccessKey, SecretKey)
 	return &Server{URL: p.URL, Dir: p.Dir, Client: p.Client()}
-}
-
-// freePort returns a loopback TCP port that was free a moment ago.
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, fmt.Errorf("find a free loopback port: %w", err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
 }
 
 // CreateBucket creates bucket without versioning, as S3 creates every bucket.

@@ -7,15 +7,11 @@ package versitygw
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
-	"net"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
-	"sync"
 	"testing"
 	"time"
 
@@ -24,6 +20,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
 	"github.com/spate-io/beam-s3/internal/s3test"
+	"github.com/spate-io/beam-s3/internal/serverproc"
 )
 
 // Version is the versitygw release the tests run against; .ci/run installs it.
@@ -47,22 +44,10 @@ type Gateway struct {
 	Client *s3.Client
 }
 
-// Process is a running versitygw process. Close stops it; the directory is left as it is,
-// so a caller can serve the same data again from a later process.
-type Process struct {
-	// URL is the path-style endpoint, http://127.0.0.1:PORT.
-	URL string
-	// Port is the loopback port the gateway listens on.
-	Port int
-	// Dir is the POSIX directory the gateway serves: one subdirectory per bucket.
-	Dir string
-
-	cmd  *exec.Cmd
-	logs *lockedBuffer
-	done chan struct{} // closed when the process has exited
-	err  error         // the process's exit status, valid once done is closed
-	once sync.Once
-}
+// Process is a running versitygw process (serverproc.Process). Close stops it; the
+// directory is left as it is, so a caller can serve the same data again from a later
+// process.
+type Process struct{ *serverproc.Process }
 
 // FindBinary finds the server: $VERSITYGW, then PATH, then the repository's .cache/bin where
 // .ci/run installs it. The error says how to install it.
@@ -119,69 +104,12 @@ func launch(bin, dir string, port int, globalArgs, backendArgs []string) (*Proce
 	args = append(append(append(args, "posix"), backendArgs...), dir)
 	cmd := exec.Command(bin, args...)
 	cmd.Env = append(os.Environ(), "ROOT_ACCESS_KEY="+AccessKey, "ROOT_SECRET_KEY="+SecretKey)
-	setParentDeathSignal(cmd)
-	logs := &lockedBuffer{}
-	cmd.Stdout, cmd.Stderr = logs, logs
-	if err := cmd.Start(); err != nil {
-		return nil, fmt.Errorf("start %s: %w", bin, err)
-	}
-	p := &Process{URL: fmt.Sprintf("http://127.0.0.1:%d", port), Port: port, Dir: dir, cmd: cmd, logs: logs, done: make(chan struct{})}
-	go func() {
-		p.err = cmd.Wait()
-		close(p.done)
-	}()
-	if err := p.waitHealthy(HealthTimeout); err != nil {
-		p.Close()
+	// versitygw needs a moment to open its backend and bind the port.
+	p, err := serverproc.Launch("versitygw", cmd, port, dir, serverproc.Ready{Path: "/health", Poll: 20 * time.Millisecond, Timeout: HealthTimeout})
+	if err != nil {
 		return nil, err
 	}
-	return p, nil
-}
-
-// waitHealthy polls the health endpoint until it answers 200, the process exits, or timeout
-// passes; versitygw needs a moment to open its backend and bind the port.
-func (p *Process) waitHealthy(timeout time.Duration) error {
-	client := &http.Client{Timeout: time.Second}
-	deadline := time.Now().Add(timeout)
-	var last error
-	for {
-		resp, err := client.Get(p.URL + "/health")
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return nil
-			}
-			err = fmt.Errorf("health check answered %s", resp.Status)
-		}
-		last = err
-		select {
-		case <-p.done:
-			return fmt.Errorf("versitygw on %s exited before it was healthy (%v):\n%s", p.URL, p.err, p.Logs())
-		case <-time.After(20 * time.Millisecond):
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("versitygw on %s not healthy after %v (last error %v):\n%s", p.URL, timeout, last, p.Logs())
-		}
-	}
-}
-
-// Pid is the server's process ID, for callers that account for its CPU time.
-func (p *Process) Pid() int { return p.cmd.Process.Pid }
-
-// Logs returns what the server has written to stdout and stderr so far.
-func (p *Process) Logs() string { return p.logs.String() }
-
-// Exited is closed when the server process has exited, whether by Close or on its own.
-func (p *Process) Exited() <-chan struct{} { return p.done }
-
-// Close kills the server and waits for it to exit. It is safe to call more than once.
-func (p *Process) Close() error {
-	p.once.Do(func() {
-		if err := p.cmd.Process.Kill(); err != nil && !errors.Is(err, os.ErrProcessDone) {
-			return
-		}
-		<-p.done
-	})
-	return nil
+	return &Process{p}, nil
 }
 
 // Client returns a path-style S3 client for the server with the root credentials.
@@ -192,25 +120,6 @@ func (p *Process) Client() *s3.Client {
 		UsePathStyle: true,
 		Credentials:  credentials.NewStaticCredentialsProvider(AccessKey, SecretKey, ""),
 	})
-}
-
-// lockedBuffer collects the server's output, written by the exec package's copying
-// goroutines while Logs may read it.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }
 
 // Start starts versitygw for the test over a fresh temporary directory and points the
@@ -255,14 +164,7 @@ func start(t testing.TB, launch func(bin string) (*Process, error)) *Gateway {
 }
 
 // FreePort returns a loopback TCP port that was free a moment ago.
-func FreePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, fmt.Errorf("find a free loopback port: %w", err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
-}
+func FreePort() (int, error) { return serverproc.FreePort() }
 
 // CreateBucket creates bucket.
 func (g *Gateway) CreateBucket(t testing.TB, bucket string) {

@@ -1,4 +1,4 @@
-package minio
+package serverproc
 
 import (
 	"os/exec"

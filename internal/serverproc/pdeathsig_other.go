@@ -1,6 +1,6 @@
 //go:build !linux
 
-package minio
+package serverproc
 
 import "os/exec"
 

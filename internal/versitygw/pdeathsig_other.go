@@ -1,9 +1,0 @@
-//go:build !linux
-
-package versitygw
-
-import "os/exec"
-
-// setParentDeathSignal does nothing where there is no parent-death signal; Close still stops
-// the server on every normal exit.
-func setParentDeathSignal(*exec.Cmd) {}
