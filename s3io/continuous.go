@@ -193,9 +193,12 @@ func (fn *watchFn) ProcessElement(ctx context.Context, ts beam.EventTime, sp sta
 }
 
 func (fn *watchFn) OnTimer(ctx context.Context, ts beam.EventTime, sp state.Provider, tp timers.Provider, key string, _ timers.Context, _ func(beam.EventTime, SplitDescriptor), outcome func(int)) error {
-	if fn.LastTickMs != 0 && int64(ts)-fn.IntervalMs*3/2 >= fn.LastTickMs {
-		// The schedule ended and the watermark went to the end of time: the key was in the
-		// last refresh, not gone.
+	if fn.LastTickMs != 0 && int64(ts) > fn.LastTickMs {
+		// The timer is after the last refresh: the schedule ended and the watermark went to
+		// the end of time. The key may well be in the last refresh, whose sightings can
+		// arrive after that jump (on Flink they did, the clock's source having finished):
+		// forgetting it now would read it again as new. No refresh comes after the last,
+		// so a key that really is gone has nothing left to be read by.
 		return nil
 	}
 	metricObjectsGone.Inc(ctx, 1)
