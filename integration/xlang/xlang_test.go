@@ -10,9 +10,11 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -349,5 +351,57 @@ func TestYAMLRead(t *testing.T) {
 			t.Logf("%s: %d records written by YAML's WriteToText, %d seeded", tc.name, len(got), len(want))
 			sameMultiset(t, tc.name, got, want)
 		})
+	}
+}
+
+// ReadFromS3WithPositions: every record once, each with its object's key, and in each
+// object the indexes 0 to n-1 (counting on across a tar's two entries, which are named).
+func TestPythonReadWithPositions(t *testing.T) {
+	py := python(t)
+	g := versitygw.Start(t)
+	want, keys := seedMixed(t, g, "positions", "in/")
+	endpoint := jobservers.Prism(t)
+	dir := t.TempDir()
+	out := filepath.Join(dir, "records")
+	args := append([]string{testdata("positions.py"), "positions", "in/", g.URL, out}, portableArgs(endpoint)...)
+	if log, err := runPython(t, py, dir, args...); err != nil {
+		t.Fatalf("the Python pipeline failed: %v\n%s", err, jobservers.Tail(log, 8000))
+	}
+	var got []string
+	indexes := map[string][]int{}
+	entries := map[string]map[string]bool{}
+	for _, line := range s3test.ReadLines(t, out+"*") {
+		f := strings.Split(line, "\t")
+		if len(f) != 5 {
+			t.Fatalf("line %q: want key, entry, member, index and record", line)
+		}
+		rec, err := hex.DecodeString(f[4])
+		if err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, string(rec))
+		i, _ := strconv.Atoi(f[3])
+		indexes[f[0]] = append(indexes[f[0]], i)
+		if entries[f[0]] == nil {
+			entries[f[0]] = map[string]bool{}
+		}
+		entries[f[0]][f[1]] = true
+	}
+	sameMultiset(t, "positions", got, want)
+	for _, k := range keys {
+		idx := indexes[k]
+		slices.Sort(idx)
+		for i, n := range idx {
+			if n != i {
+				t.Fatalf("%s: indexes %v..., want 0 to %d once each", k, idx[:min(len(idx), 10)], len(idx)-1)
+			}
+		}
+		wantEntries := map[string]bool{"": true}
+		if strings.HasSuffix(k, ".tar.gz") {
+			wantEntries = map[string]bool{"one.ndjson": true, "two.ndjson": true}
+		}
+		if !maps.Equal(entries[k], wantEntries) {
+			t.Errorf("%s: entries %v, want %v", k, entries[k], wantEntries)
+		}
 	}
 }

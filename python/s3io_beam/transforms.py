@@ -184,8 +184,10 @@ class ReadFromS3WithPositions(_S3ioRead):
   """Reads like ReadFromS3, each record as a Row saying where it was read.
 
   Returns a PCollection of Beam Rows with the fields split_id (str), key (str), member
-  (int), index (int: the record's place in its object or entry), entry (str: the archive
-  entry, '' for a plain object) and record (bytes). It is the schema transform
+  (int), index (int: the record's place in its object, counting on across an archive's
+  entries), entry (str: the archive entry, '' for a plain object) and record (bytes). The
+  same plan gives every record the same (split_id, member, index) in every run, whatever
+  the runner split, so downstream can deduplicate on them. It is the schema transform
   ``beam:schematransform:spate-io:s3io:read_with_positions:v1``, the one Beam YAML's
   ReadFromS3WithPositions uses.
   """
