@@ -94,7 +94,10 @@ func runPython(t *testing.T, py, dir string, args ...string) (string, error) {
 	defer cancel()
 	cmd := exec.CommandContext(ctx, py, args...)
 	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "S3IO_EXPANSION="+service)
+	// Python's Beam copies the expansion's worker binary (160 MB) into a temporary
+	// directory of each pipeline, and does not always remove it: the test's own directory
+	// goes with the test.
+	cmd.Env = append(os.Environ(), "S3IO_EXPANSION="+service, "TMPDIR="+t.TempDir())
 	start := time.Now()
 	out, err := cmd.CombinedOutput()
 	t.Logf("python %s: %v in %v", strings.Join(args[:1], " "), errOrOK(err), time.Since(start).Round(time.Millisecond))

@@ -138,6 +138,7 @@ func BenchmarkCrossLanguage(b *testing.B) {
 		for i := range b.N {
 			out := filepath.Join(dir, fmt.Sprintf("py-%d.txt", i))
 			cmd := exec.Command(python, filepath.Join("testdata", "count.py"), jobEndpoint, fmt.Sprintf("localhost:%d", expPort), g.URL, "bench", "bench/", out)
+			cmd.Env = append(os.Environ(), "TMPDIR="+b.TempDir()) // Python leaves the staged worker binary in its temp dir
 			if o, err := cmd.CombinedOutput(); err != nil {
 				b.Fatalf("python: %v\n%s", err, o)
 			}
@@ -149,6 +150,7 @@ func BenchmarkCrossLanguage(b *testing.B) {
 		for i := range b.N {
 			out := filepath.Join(dir, fmt.Sprintf("py-one-%d.txt", i))
 			cmd := exec.Command(python, filepath.Join("testdata", "count.py"), jobEndpoint, fmt.Sprintf("localhost:%d", expPort), g.URL, "bench", "tiny/", out)
+			cmd.Env = append(os.Environ(), "TMPDIR="+b.TempDir()) // Python leaves the staged worker binary in its temp dir
 			if o, err := cmd.CombinedOutput(); err != nil {
 				b.Fatalf("python: %v\n%s", err, o)
 			}
@@ -163,6 +165,7 @@ func BenchmarkCrossLanguage(b *testing.B) {
 		for i := range b.N {
 			out := filepath.Join(dir, fmt.Sprintf("floor-%d.txt", i))
 			cmd := exec.Command(python, filepath.Join("testdata", "floor.py"), jobEndpoint, fmt.Sprint(want.Records), fmt.Sprint(avg), out)
+			cmd.Env = append(os.Environ(), "TMPDIR="+b.TempDir()) // Python leaves the staged worker binary in its temp dir
 			if o, err := cmd.CombinedOutput(); err != nil {
 				b.Fatalf("python: %v\n%s", err, o)
 			}
