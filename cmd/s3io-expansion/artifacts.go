@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"fmt"
 	"io"
 	"os"
 
@@ -53,7 +52,7 @@ func (a *artifacts) GetArtifact(req *jobpb.GetArtifactRequest, stream jobpb.Arti
 			return nil
 		}
 		if err != nil {
-			return status.Errorf(codes.Unavailable, "s3io-expansion: reading %s: %v", a.path, fmt.Sprint(err))
+			return status.Errorf(codes.Unavailable, "s3io-expansion: reading %s: %v", a.path, err)
 		}
 	}
 }

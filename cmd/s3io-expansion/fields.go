@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"reflect"
@@ -193,7 +194,7 @@ func decodeConfig(sch *pipepb.Schema, row []byte) (s3io.Config, error) {
 	if err != nil {
 		return cfg, fmt.Errorf("the configuration's schema: %w", err)
 	}
-	v, err := dec(strings.NewReader(string(row)))
+	v, err := dec(bytes.NewReader(row))
 	if err != nil {
 		return cfg, fmt.Errorf("the configuration row does not decode with its schema: %w", err)
 	}

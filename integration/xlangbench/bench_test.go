@@ -137,11 +137,7 @@ func BenchmarkCrossLanguage(b *testing.B) {
 	b.Run("python", func(b *testing.B) {
 		for i := range b.N {
 			out := filepath.Join(dir, fmt.Sprintf("py-%d.txt", i))
-			cmd := exec.Command(python, filepath.Join("testdata", "count.py"), jobEndpoint, fmt.Sprintf("localhost:%d", expPort), g.URL, "bench", "bench/", out)
-			cmd.Env = append(os.Environ(), "TMPDIR="+b.TempDir()) // Python leaves the staged worker binary in its temp dir
-			if o, err := cmd.CombinedOutput(); err != nil {
-				b.Fatalf("python: %v\n%s", err, o)
-			}
+			runPython(b, python, "count.py", jobEndpoint, fmt.Sprintf("localhost:%d", expPort), g.URL, "bench", "bench/", out)
 			check(b, out)
 		}
 		report(b)
@@ -149,11 +145,7 @@ func BenchmarkCrossLanguage(b *testing.B) {
 	b.Run("python-one-record", func(b *testing.B) {
 		for i := range b.N {
 			out := filepath.Join(dir, fmt.Sprintf("py-one-%d.txt", i))
-			cmd := exec.Command(python, filepath.Join("testdata", "count.py"), jobEndpoint, fmt.Sprintf("localhost:%d", expPort), g.URL, "bench", "tiny/", out)
-			cmd.Env = append(os.Environ(), "TMPDIR="+b.TempDir()) // Python leaves the staged worker binary in its temp dir
-			if o, err := cmd.CombinedOutput(); err != nil {
-				b.Fatalf("python: %v\n%s", err, o)
-			}
+			runPython(b, python, "count.py", jobEndpoint, fmt.Sprintf("localhost:%d", expPort), g.URL, "bench", "tiny/", out)
 			if got, _ := os.ReadFile(out); strings.TrimSpace(string(got)) != "1 9" {
 				b.Fatalf("read %q under tiny/, want 1 record of 9 bytes", got)
 			}
@@ -164,11 +156,7 @@ func BenchmarkCrossLanguage(b *testing.B) {
 		avg := want.Bytes / want.Records
 		for i := range b.N {
 			out := filepath.Join(dir, fmt.Sprintf("floor-%d.txt", i))
-			cmd := exec.Command(python, filepath.Join("testdata", "floor.py"), jobEndpoint, fmt.Sprint(want.Records), fmt.Sprint(avg), out)
-			cmd.Env = append(os.Environ(), "TMPDIR="+b.TempDir()) // Python leaves the staged worker binary in its temp dir
-			if o, err := cmd.CombinedOutput(); err != nil {
-				b.Fatalf("python: %v\n%s", err, o)
-			}
+			runPython(b, python, "floor.py", jobEndpoint, fmt.Sprint(want.Records), fmt.Sprint(avg), out)
 			if got, _ := os.ReadFile(out); !strings.HasPrefix(string(got), fmt.Sprint(want.Records)+" ") {
 				b.Fatalf("the floor made %q records, want %d", got, want.Records)
 			}
@@ -186,4 +174,15 @@ func init() { beam.RegisterType(reflect.TypeOf((*writeTo)(nil)).Elem()) }
 
 func writeFile(s beam.Scope, path string, line beam.PCollection) {
 	beam.ParDo0(s, &writeTo{Path: path}, line)
+}
+
+// runPython runs testdata/script with python. Its TMPDIR is the benchmark's own: Python's
+// Beam copies the staged worker binary (160 MB) there and does not always remove it.
+func runPython(b *testing.B, python, script string, args ...string) {
+	b.Helper()
+	cmd := exec.Command(python, append([]string{filepath.Join("testdata", script)}, args...)...)
+	cmd.Env = append(os.Environ(), "TMPDIR="+b.TempDir())
+	if out, err := cmd.CombinedOutput(); err != nil {
+		b.Fatalf("python %s: %v\n%s", script, err, out)
+	}
 }

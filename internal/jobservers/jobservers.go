@@ -20,7 +20,7 @@ import (
 	"time"
 
 	"github.com/spate-io/beam-s3/internal/flinkcluster"
-	"github.com/spate-io/beam-s3/internal/versitygw"
+	"github.com/spate-io/beam-s3/internal/serverproc"
 )
 
 // RepoCache is the repository's .cache directory, where .ci/run builds the prism job server
@@ -40,7 +40,7 @@ func Unavailable(t testing.TB, format string, args ...any) {
 // FreePort is a TCP port free on loopback when asked.
 func FreePort(t testing.TB) int {
 	t.Helper()
-	port, err := versitygw.FreePort()
+	port, err := serverproc.FreePort()
 	if err != nil {
 		t.Fatal(err)
 	}
