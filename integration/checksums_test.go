@@ -156,6 +156,52 @@ func checksummedPrefix(t *testing.T, g *versitygw.Gateway, bucket string) (want 
 		t.Fatal(err)
 	}
 	add("c/sdk-put-none", recs)
+	// A tar written with 4 MiB records (tar -b 8192): ~1 MiB of entry, then end-of-archive
+	// zeros to 4 MiB, whole parts past the last record that a read must still check.
+	text, recs = checksummedRecords("tar-padded", 1000)
+	if err := os.WriteFile(filepath.Join(dir, "records.ndjson"), []byte(text), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	tarFile := filepath.Join(dir, "padded.tar")
+	if out, err := exec.Command("tar", "-b", "8192", "-cf", tarFile, "-C", dir, "records.ndjson").CombinedOutput(); err != nil {
+		t.Fatalf("tar: %v\n%s", err, out)
+	}
+	awsCLI(t, g, "s3", "cp", "--only-show-errors", tarFile, "s3://"+bucket+"/c/padded.tar", "--checksum-algorithm", "CRC32C")
+	add("c/padded.tar", recs)
+	st, err := os.Stat(tarFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sizes["c/padded.tar"] = int(st.Size())
+	// A zip of 10,000 one-record entries with long names: a central directory of ~2.4 MB
+	// after the last entry's bytes, which the read takes from its tail, so whole parts of
+	// the object lie past its last record; and an archive comment, which no zip reader
+	// checks.
+	entries := filepath.Join(dir, "entries")
+	if err := os.Mkdir(entries, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	var zipRecs []string
+	for i := range 10000 {
+		name := fmt.Sprintf("%05d-%s.ndjson", i, strings.Repeat("n", 140))
+		rec := fmt.Sprintf(`{"src":"zip-directory","i":%d}`, i)
+		if err := os.WriteFile(filepath.Join(entries, name), []byte(rec+"\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		zipRecs = append(zipRecs, rec)
+	}
+	zipFile := filepath.Join(dir, "directory.zip")
+	cmd := exec.Command("zip", "-q", "-r", "-z", zipFile, ".")
+	cmd.Dir, cmd.Stdin = entries, strings.NewReader("an archive comment that no reader checks\n")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("zip: %v\n%s", err, out)
+	}
+	awsCLI(t, g, "s3", "cp", "--only-show-errors", zipFile, "s3://"+bucket+"/c/directory.zip", "--checksum-algorithm", "CRC32")
+	want = append(want, zipRecs...)
+	if st, err = os.Stat(zipFile); err != nil {
+		t.Fatal(err)
+	}
+	sizes["c/directory.zip"] = int(st.Size())
 	return want, sizes
 }
 
@@ -221,20 +267,19 @@ func TestVerifyChecksums(t *testing.T) {
 }
 
 // A proxy flips one bit in one ranged part of a full-object CRC64NVME object and of a
-// composite CRC32C one: exactly those two fail, as corrupt, naming the algorithm and both
-// values, and every other object reads exactly. The bit is one of the stored object's, as
+// composite CRC32C one, and in a zip's comment, past its last record: exactly
+// those three fail, as corrupt, naming the algorithm and both values, and every other
+// object reads exactly. The bit is one of the stored object's, as
 // a disk's would be: every GET that covers it gets it flipped, so that a part the reader
 // fetched ahead and dropped (prism split the read, and no residual took the part) cannot
 // let a second, clean read of it hide the corruption.
 func TestVerifyChecksumsCorruptPart(t *testing.T) {
 	g := versitygw.Start(t)
 	p := faultproxy.New(t, g.URL)
-	want, _ := checksummedPrefix(t, g, "flipped")
-	corrupted := map[string]string{"c/cli-multipart-CRC64NVME": "CRC64NVME", "c/sdk-composite-crc32c": "CRC32C"}
-	var srcs []string
-	for k := range corrupted {
-		srcs = append(srcs, strings.TrimPrefix(k, "c/"))
-	}
+	want, sizes := checksummedPrefix(t, g, "flipped")
+	zipSize := sizes["c/directory.zip"]
+	corrupted := map[string]string{"c/cli-multipart-CRC64NVME": "CRC64NVME", "c/sdk-composite-crc32c": "CRC32C", "c/directory.zip": "CRC32"}
+	srcs := []string{"cli-multipart-CRC64NVME", "sdk-composite-crc32c", "zip-directory"}
 	var mu sync.Mutex
 	bad := map[string]int64{} // the object offset whose bit is flipped, by key
 	flips := map[string]int{} // GETs that carried it, by key
@@ -247,6 +292,13 @@ func TestVerifyChecksumsCorruptPart(t *testing.T) {
 		from, to := int64(0), int64(-1)
 		fmt.Sscanf(rng, "bytes=%d-%d", &from, &to)
 		at, chosen := bad[key]
+		if key == "c/directory.zip" && !chosen {
+			// In the archive comment, the object's last bytes, past the central directory:
+			// only the object's checksum can find it, and only if the read checks what lies
+			// after its last record.
+			at, chosen = int64(zipSize-10), true
+			bad[key] = at
+		}
 		if !chosen {
 			// 100 bytes into the first part read after the object's first 4 MiB: a later
 			// part of its upload.
@@ -289,12 +341,12 @@ func TestVerifyChecksumsCorruptPart(t *testing.T) {
 		}
 		t.Fatalf("pipeline failed: %v", err)
 	}
-	if len(flips) != 2 {
-		t.Fatalf("the proxy flipped a bit in %v, want a part of each of 2 objects", flips)
+	if len(flips) != 3 {
+		t.Fatalf("the proxy flipped a bit in %v, want a part of each of 3 objects", flips)
 	}
 	c := s3test.Counters(pr, s3io.MetricsNamespace)
-	if c["objects_failed_corrupt"] != 2 || c["objects_failed"] != 2 {
-		t.Errorf("counters %v: want exactly the 2 flipped objects corrupt", c)
+	if c["objects_failed_corrupt"] != 3 || c["objects_failed"] != 3 {
+		t.Errorf("counters %v: want exactly the 3 flipped objects corrupt", c)
 	}
 	t.Logf("flipped bits %v in %v GETs; counters %v", bad, flips, c)
 }

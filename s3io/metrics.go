@@ -33,7 +33,8 @@ import "github.com/apache/beam/sdks/v2/go/pkg/beam"
 //	checksums_verified               objects read whole whose every byte matched their stored checksum
 //	checksums_missing                objects read whole that have no stored checksum
 //	checksums_unchecked              reads of part of an object (segments, resumes), which a stored
-//	                                 checksum cannot check
+//	                                 checksum cannot check, counted when they end (a read dropped
+//	                                 partway is not counted: the read that takes the object is)
 //	cancelled_gets                   GETs cut short because a split, a failure or the end of a read made them unneeded
 //	dropped_bytes                    bytes fetched and dropped unread: a failed object's, or what a
 //	                                 split, checkpoint or bundle's end handed over and no read took

@@ -75,6 +75,10 @@ type FramingSource struct {
 	// RecycleSlabs reports the slabs each batch retired in Batch.Retired, for a consumer
 	// that copies every record out and hands the slabs back.
 	RecycleSlabs bool
+	// End, if set, is called on the framing goroutine once framing reached the records'
+	// end (io.EOF, or StopAt), before the last batch is sent: an error it returns (the
+	// object's bytes past its last record failed their checksum) replaces io.EOF.
+	End func() error
 }
 
 // StartFraming frames src on a new goroutine, up to windowBytes of records ahead of the
@@ -125,6 +129,11 @@ func (f *Framing) run(src FramingSource) {
 			rec, off, err := rr.Next()
 			if err == nil && src.StopAt > 0 && off >= src.StopAt {
 				err = io.EOF // the rest is another read's
+			}
+			if err == io.EOF && src.End != nil {
+				if end := src.End(); end != nil {
+					err = end
+				}
 			}
 			if err != nil {
 				b.Err = err

@@ -250,6 +250,9 @@ func TestVerifyChecksumsWithoutStoredChecksums(t *testing.T) {
 	for i, m := range fx.objects {
 		s := f.Add(fx.gets, m, Range{PlanEnd: m.Size}).Stream()
 		got, err := io.ReadAll(s)
+		if err == nil {
+			err = s.End()
+		}
 		s.Close()
 		if err != nil || !bytes.Equal(got, fx.data[i]) {
 			t.Fatalf("%s: %d bytes, %v", m.Key, len(got), err)
@@ -262,6 +265,58 @@ func TestVerifyChecksumsWithoutStoredChecksums(t *testing.T) {
 	f.Close()
 	if st := f.Stats(); st.ChecksumsMissing != 3 || st.ChecksumsVerified != 0 || st.ChecksumLookups != 6 {
 		t.Errorf("stats %+v: want 3 objects missing a checksum, after 2 lookups each", st)
+	}
+	settleGoroutines(t)
+}
+
+// With VerifyChecksums only a read that framed every record it wanted (Stream.End) is
+// counted. A read dropped partway (a decoding ahead, or a handover, that no restriction
+// took) vouches for nothing: the read that takes the object again counts it, and counting
+// the dropped one too reported objects read and verified whole as unchecked. A read of a
+// range that starts inside the object cannot be checked, and is counted as such once it
+// ends.
+func TestVerifyChecksumsCountsEndedReads(t *testing.T) {
+	const part = 16 << 10
+	fx := newFixture(t, part, 256<<10, 4, []int{100 << 10})
+	fx.set.VerifyChecksums = true
+	fx.newGets()
+	var peak atomic.Int64
+	f, _ := fx.newFetcher(&peak)
+	m := fx.objects[0]
+
+	dropped := f.Add(fx.gets, m, Range{PlanEnd: m.Size}).Stream()
+	if _, err := io.ReadFull(dropped, make([]byte, part+1)); err != nil {
+		t.Fatal(err)
+	}
+	dropped.Close()
+	if st := f.Stats(); st.ChecksumsMissing != 0 || st.ChecksumsUnchecked != 0 {
+		t.Errorf("after a read dropped partway: stats %+v, want nothing counted", st)
+	}
+
+	// The same object read whole, and ended: missing its checksum, once.
+	whole := f.Add(fx.gets, m, Range{PlanEnd: m.Size}).Stream()
+	if got, err := io.ReadAll(whole); err != nil || !bytes.Equal(got, fx.data[0]) {
+		t.Fatalf("whole read: %d bytes, %v", len(got), err)
+	}
+	if err := whole.End(); err != nil {
+		t.Fatal(err)
+	}
+	whole.Close()
+
+	// A read from inside the object, ended before the object's end (a segment's framing
+	// stops at its end): unchecked.
+	inside := f.Add(fx.gets, m, Range{From: 10 << 10, PlanEnd: 60 << 10, TailWindow: part}).Stream()
+	buf := make([]byte, 50<<10)
+	if _, err := io.ReadFull(inside, buf); err != nil || !bytes.Equal(buf, fx.data[0][10<<10:60<<10]) {
+		t.Fatalf("read inside: %v", err)
+	}
+	if err := inside.End(); err != nil {
+		t.Fatal(err)
+	}
+	inside.Close()
+	f.Close()
+	if st := f.Stats(); st.ChecksumsMissing != 1 || st.ChecksumsUnchecked != 1 || st.ChecksumsVerified != 0 {
+		t.Errorf("stats %+v: want 1 read missing its checksum and 1 unchecked", st)
 	}
 	settleGoroutines(t)
 }

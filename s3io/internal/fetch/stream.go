@@ -98,6 +98,37 @@ func (s *Stream) readTail(p []byte) (int, error) {
 // Consumed returns how many bytes Read has returned.
 func (s *Stream) Consumed() int64 { return s.pos.Load() - s.of.from }
 
+// End tells the stream that its reader framed every record it wants from it. A read that
+// verifies its object then takes the planned parts it has not consumed (a tar's
+// end-of-archive blocks, a zip's central directory: fetched already, as every part of an
+// object read whole is), so that the check reaches the object's last byte, and End
+// returns what the check found there (a *ChecksumError), or a failed part's error. Only a
+// stream that was ended is counted as missing a checksum or unchecked when it closes.
+func (s *Stream) End() error {
+	s.check.finished = true
+	if !s.check.start(s.of) {
+		return nil
+	}
+	for !s.check.ended {
+		if s.cur != nil {
+			// Skipped, not copied: its bytes were checked when the part was taken.
+			s.pos.Add(int64(len(s.cur.buf) - s.curOff))
+			s.curOff = len(s.cur.buf)
+		}
+		if s.done && s.cur == nil {
+			return nil
+		}
+		// An empty read takes the next part, checking it, and returns none of its bytes.
+		if _, err := s.Read(nil); err != nil {
+			if err == io.EOF {
+				return nil
+			}
+			return err
+		}
+	}
+	return nil
+}
+
 // Close releases what the stream holds and drops the object's remaining parts.
 func (s *Stream) Close() {
 	s.check.close(s.of)

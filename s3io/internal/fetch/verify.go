@@ -30,6 +30,9 @@ type objectCheck struct {
 	next  int64                // the object offset the next part must start at
 	// settled is set once the object is verified or found corrupt: counted then.
 	settled, closed bool
+	// finished is set once the stream's read framed every record it wants (Stream.End):
+	// only such a read is counted when it closes unverified.
+	finished bool
 }
 
 // parts folds the pieces of pt, the next part of of, in.
@@ -105,7 +108,11 @@ func (c *objectCheck) result(of *ObjectFetch, err error, done bool) error {
 
 // close counts what the stream's read of its object leaves unverified, when it ends: an
 // object read to its end without a stored checksum is missing one; a read of part of an
-// object (a segment, a resume), or of a checksum s3io does not compute, is unchecked.
+// object (a segment, a restriction that starts inside it), or of a checksum s3io does not
+// compute, is unchecked. A read that stopped before its records' end counts nothing: it
+// was dropped (a decoding ahead, or a handover, that no restriction took: a read that
+// takes the object again counts it) or it failed (its Failure says so). Counting it
+// would report an object verified by a later read as unchecked too.
 func (c *objectCheck) close(of *ObjectFetch) {
 	if c.closed {
 		return
@@ -113,7 +120,7 @@ func (c *objectCheck) close(of *ObjectFetch) {
 	c.closed = true
 	f := of.fetcher()
 	switch {
-	case !f.set.VerifyChecksums || c.settled:
+	case !f.set.VerifyChecksums || c.settled || !c.finished:
 	case of.sum != nil && isDone(of.sum.done) && of.sum.err == nil && of.sum.st == nil:
 		f.checksumsMissing.Add(1)
 	default:

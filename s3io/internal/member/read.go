@@ -90,7 +90,7 @@ func (r *Reader) Start(p Plan, of *fetch.ObjectFetch) *Read {
 			rd.storedOffsets = k.storedOffsets(op)
 			return recs, err
 		},
-		Consumed: src.Consumed, Cancel: of.Cancel, StopAt: k.stopAt(), RecycleSlabs: r.RecycleSlabs,
+		Consumed: src.Consumed, Cancel: of.Cancel, StopAt: k.stopAt(), RecycleSlabs: r.RecycleSlabs, End: src.End,
 		Credit: func() decode.Credit {
 			if k.borrows(op) {
 				return credit
