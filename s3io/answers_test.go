@@ -151,54 +151,68 @@ func randomNDJSON(src string, n int) (text string, recs []string) {
 // On prism, behind a server that ignores Range (every ranged GET answered 200 with the whole
 // object): segments of a large plain object, objects read in many parts, gzip and zstd
 // objects and bodies that break and are resumed mid-object are all read exactly, each
-// record once, and the answers used whole are counted.
+// record once, and the answers used whole are counted, with prism's dynamic splits and
+// without them.
 func TestPipelineRangeIgnored(t *testing.T) {
 	const part = 64 << 10
-	srv := s3test.New(t)
-	srv.IgnoreRange(true)
-	srv.CreateBucket(t, "whole")
-	var want []string
-	put := func(key string, data []byte, recs []string) {
-		srv.Put(t, "whole", key, data)
-		want = append(want, recs...)
-	}
-	bigText, bigRecs := randomNDJSON("big", 16000) // ~900 KB: segments of 256 KiB, in parts
-	put("seg/big.ndjson", []byte(bigText), bigRecs)
-	gzText, gzRecs := randomNDJSON("gz", 8000) // compressed, still several parts
-	put("z/parts.ndjson.gz", s3test.Gzip(gzText[:len(gzText)/2], gzText[len(gzText)/2:]), gzRecs)
-	zsText, zsRecs := randomNDJSON("zs", 8000)
-	put("z/parts.ndjson.zst", s3test.Zstd(zsText), zsRecs)
-	// Under a part each, read with one whole-object GET whose body breaks half-way: the
-	// resume asks for a range and is answered with the whole object again.
-	resText, resRecs := randomNDJSON("resumed", 500)
-	put("r/resumed.ndjson", []byte(resText), resRecs)
-	resGz, resGzRecs := randomNDJSON("resumed-gz", 500)
-	put("r/resumed.ndjson.gz", s3test.Gzip(resGz), resGzRecs)
-	srv.SetFault("r/resumed.ndjson", "", 1, faultproxy.Fault{ResetAt: 0.5})
-	srv.SetFault("r/resumed.ndjson.gz", "", 1, faultproxy.Fault{ResetAt: 0.5})
-	small, smallRecs := s3test.NDJSON("small", 10)
-	put("small.ndjson", []byte(small), smallRecs)
-
-	// Exact GET counts below: prism must not split reads and add GETs of its own.
-	oldExp := *jobopts.Experiments
-	*jobopts.Experiments = "prism_disable_sdf_split"
-	defer func() { *jobopts.Experiments = oldExp }()
-	cfg := s3io.Config{Bucket: "whole", Endpoint: srv.URL, UsePathStyle: true, Framer: "ndjson", SplitTargetBytes: 256 << 10, PartBytes: part}
-	p, s := beam.NewPipelineWithRoot()
-	recs, failures := s3io.ReadWithFailures(s, cfg)
-	passert.EqualsList(s, beam.ParDo(s, s3test.RecordString, recs), want)
-	passert.Empty(s, failures)
-	pr, err := ptest.RunWithMetrics(p)
-	if err != nil {
-		t.Fatalf("pipeline failed: %v", err)
-	}
-	c := s3test.Counters(pr, s3io.MetricsNamespace)
-	if c["segments_planned"] < 3 || c["body_resumes"] != 2 || c["range_ignored"] < 10 || c["objects_failed"] != 0 {
-		t.Errorf("counters %v: want >= 3 segments, 2 body resumes, >= 10 ranged GETs answered whole, no failure", c)
-	}
-	for _, key := range []string{"r/resumed.ndjson", "r/resumed.ndjson.gz"} {
-		if reqs := srv.Requests(key); len(reqs) != 2 || reqs[0].Range != "" || !strings.HasPrefix(reqs[1].Range, "bytes=") {
-			t.Errorf("%s: GETs %+v, want the whole object, then one resume asking for a range", key, reqs)
+	read := func(t *testing.T) (*s3test.Server, map[string]int64) {
+		srv := s3test.New(t)
+		srv.IgnoreRange(true)
+		srv.CreateBucket(t, "whole")
+		var want []string
+		put := func(key string, data []byte, recs []string) {
+			srv.Put(t, "whole", key, data)
+			want = append(want, recs...)
 		}
+		bigText, bigRecs := randomNDJSON("big", 16000) // ~900 KB: segments of 256 KiB, in parts
+		put("seg/big.ndjson", []byte(bigText), bigRecs)
+		gzText, gzRecs := randomNDJSON("gz", 8000) // compressed, still several parts
+		put("z/parts.ndjson.gz", s3test.Gzip(gzText[:len(gzText)/2], gzText[len(gzText)/2:]), gzRecs)
+		zsText, zsRecs := randomNDJSON("zs", 8000)
+		put("z/parts.ndjson.zst", s3test.Zstd(zsText), zsRecs)
+		// Under a part each, read with one whole-object GET whose body breaks half-way: the
+		// resume asks for a range and is answered with the whole object again.
+		resText, resRecs := randomNDJSON("resumed", 500)
+		put("r/resumed.ndjson", []byte(resText), resRecs)
+		resGz, resGzRecs := randomNDJSON("resumed-gz", 500)
+		put("r/resumed.ndjson.gz", s3test.Gzip(resGz), resGzRecs)
+		srv.SetFault("r/resumed.ndjson", "", 1, faultproxy.Fault{ResetAt: 0.5})
+		srv.SetFault("r/resumed.ndjson.gz", "", 1, faultproxy.Fault{ResetAt: 0.5})
+		small, smallRecs := s3test.NDJSON("small", 10)
+		put("small.ndjson", []byte(small), smallRecs)
+
+		cfg := s3io.Config{Bucket: "whole", Endpoint: srv.URL, UsePathStyle: true, Framer: "ndjson", SplitTargetBytes: 256 << 10, PartBytes: part}
+		p, s := beam.NewPipelineWithRoot()
+		recs, failures := s3io.ReadWithFailures(s, cfg)
+		passert.EqualsList(s, beam.ParDo(s, s3test.RecordString, recs), want)
+		passert.Empty(s, failures)
+		pr, err := ptest.RunWithMetrics(p)
+		if err != nil {
+			t.Fatalf("pipeline failed: %v", err)
+		}
+		return srv, s3test.Counters(pr, s3io.MetricsNamespace)
 	}
+	t.Run("dynamic splits", func(t *testing.T) {
+		// A split's residual fetches on its own, and a fetch a split dropped may end before
+		// its break: the counts are bounds.
+		_, c := read(t)
+		if c["segments_planned"] < 3 || c["body_resumes"] > 2 || c["range_ignored"] < 10 || c["objects_failed"] != 0 {
+			t.Errorf("counters %v: want >= 3 segments, at most 2 body resumes, >= 10 ranged GETs answered whole, no failure", c)
+		}
+	})
+	t.Run("one reader each", func(t *testing.T) {
+		// Exact GET counts: prism must not split reads and add GETs of its own.
+		oldExp := *jobopts.Experiments
+		*jobopts.Experiments = "prism_disable_sdf_split"
+		defer func() { *jobopts.Experiments = oldExp }()
+		srv, c := read(t)
+		if c["segments_planned"] < 3 || c["body_resumes"] != 2 || c["range_ignored"] < 10 || c["objects_failed"] != 0 {
+			t.Errorf("counters %v: want >= 3 segments, 2 body resumes, >= 10 ranged GETs answered whole, no failure", c)
+		}
+		for _, key := range []string{"r/resumed.ndjson", "r/resumed.ndjson.gz"} {
+			if reqs := srv.Requests(key); len(reqs) != 2 || reqs[0].Range != "" || !strings.HasPrefix(reqs[1].Range, "bytes=") {
+				t.Errorf("%s: GETs %+v, want the whole object, then one resume asking for a range", key, reqs)
+			}
+		}
+	})
 }
