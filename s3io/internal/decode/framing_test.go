@@ -1,9 +1,12 @@
 package decode
 
 import (
+	"errors"
+	"io"
 	"strings"
 	"sync"
 	"testing"
+	"testing/iotest"
 	"time"
 )
 
@@ -99,5 +102,53 @@ func TestFramingCredit(t *testing.T) {
 				t.Fatalf("borrow %v, drained %v: %d bytes of credit not given back", borrow, drain, held)
 			}
 		}
+	}
+}
+
+// End is called once framing reaches the records' end, whether at the object's end or at
+// StopAt, never when framing stops on an error; what it returns replaces io.EOF, after
+// every record was framed.
+func TestFramingEnd(t *testing.T) {
+	text := "a\nb\nc\nd\n"
+	bad := errors.New("the bytes past the last record failed their check")
+	for _, tc := range []struct {
+		name    string
+		src     io.Reader
+		stopAt  int64
+		end     error
+		records int
+		calls   int
+		err     error
+	}{
+		{"to the end", strings.NewReader(text), 0, nil, 4, 1, io.EOF},
+		{"to StopAt", strings.NewReader(text), 4, nil, 2, 1, io.EOF},
+		{"end fails", strings.NewReader(text), 0, bad, 4, 1, bad},
+		{"read fails", io.MultiReader(strings.NewReader("a\nb\n"), iotest.ErrReader(bad)), 0, nil, 2, 0, bad},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			calls := 0
+			f := StartFraming(FramingSource{
+				Open: func() (*RecordReader, error) {
+					return NewRecordReader(tc.src, FramerFunc(FrameLines), 1<<10, 0), nil
+				},
+				Consumed: func() int64 { return 0 },
+				Cancel:   func() {},
+				StopAt:   tc.stopAt,
+				End:      func() error { calls++; return tc.end },
+			}, 1<<20, 0)
+			defer f.Stop()
+			n := 0
+			for {
+				b := f.Next()
+				n += len(b.Records)
+				if b.Err != nil {
+					if !errors.Is(b.Err, tc.err) || n != tc.records || calls != tc.calls {
+						t.Errorf("ended with %v after %d records and %d End calls; want %v, %d, %d", b.Err, n, calls, tc.err, tc.records, tc.calls)
+					}
+					return
+				}
+				f.Recycle(b)
+			}
+		})
 	}
 }
