@@ -10,8 +10,11 @@ package s3test
 import (
 	"bytes"
 	"context"
+	"encoding/base64"
+	"encoding/binary"
 	"encoding/hex"
 	"encoding/xml"
+	"hash/crc32"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -59,6 +62,10 @@ type Server struct {
 	// ignoreIfMatch and ignoreRange make object GETs be served as a server that ignores
 	// those headers serves them.
 	ignoreIfMatch, ignoreRange bool
+	// serveChecksums makes a HeadObject in checksum mode answer the CRC32C of what Put
+	// stored (sums, by bucket/key), as S3 answers an object's full-object checksum.
+	serveChecksums bool
+	sums           map[string]uint32
 
 	srv *httptest.Server
 	// open counts the connections not yet closed; closed is signalled when one closes.
@@ -70,7 +77,7 @@ type Server struct {
 // process (where prism's loopback workers run) at it.
 func New(t testing.TB) *Server {
 	t.Helper()
-	s := &Server{backend: s3mem.New(), faults: map[string]*fault{}}
+	s := &Server{backend: s3mem.New(), faults: map[string]*fault{}, sums: map[string]uint32{}}
 	s.closed = sync.NewCond(&s.mu)
 	inner := gofakes3.New(s.backend).Server()
 	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -80,6 +87,16 @@ func New(t testing.TB) *Server {
 			s.mu.Unlock()
 		}
 		bucket, key, isObject := objectPath(r)
+		if r.Method == http.MethodHead && isObject && r.Header.Get("x-amz-checksum-mode") == "ENABLED" {
+			s.mu.Lock()
+			sum, ok := s.sums[bucket+"/"+key]
+			ok = ok && s.serveChecksums
+			s.mu.Unlock()
+			if ok {
+				w.Header().Set("x-amz-checksum-crc32c", base64.StdEncoding.EncodeToString(binary.BigEndian.AppendUint32(nil, sum)))
+				w.Header().Set("x-amz-checksum-type", "FULL_OBJECT")
+			}
+		}
 		if r.Method != http.MethodGet || !isObject {
 			inner.ServeHTTP(w, r)
 			return
@@ -341,9 +358,21 @@ func (s *Server) CreateBucket(t testing.TB, bucket string) {
 	}
 }
 
+// ServeChecksums makes a HeadObject in checksum mode (the checksum lookup of
+// Config.VerifyChecksums) answer the full-object CRC32C of each object stored with Put;
+// GetObjectAttributes stays unserved, as on servers that lack it.
+func (s *Server) ServeChecksums(serve bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.serveChecksums = serve
+}
+
 // Put stores data at bucket/key and returns its ETag.
 func (s *Server) Put(t testing.TB, bucket, key string, data []byte) string {
 	t.Helper()
+	s.mu.Lock()
+	s.sums[bucket+"/"+key] = crc32.Checksum(data, crc32.MakeTable(crc32.Castagnoli))
+	s.mu.Unlock()
 	out, err := s.Client.PutObject(context.Background(), &s3.PutObjectInput{
 		Bucket: aws.String(bucket), Key: aws.String(key), Body: bytes.NewReader(data),
 	})

@@ -27,10 +27,18 @@ type bench struct {
 
 func newBench(t *testing.T, key string, data []byte, checkpointBytes int64) *bench {
 	t.Helper()
+	return newBenchVerifying(t, key, data, checkpointBytes, false)
+}
+
+// newBenchVerifying is newBench, with VerifyChecksums and a server that answers each
+// object's CRC32C when verify is set.
+func newBenchVerifying(t *testing.T, key string, data []byte, checkpointBytes int64, verify bool) *bench {
+	t.Helper()
 	srv := s3test.New(t)
+	srv.ServeChecksums(verify)
 	srv.CreateBucket(t, "mem")
 	etag := srv.Put(t, "mem", key, data)
-	set := fetch.Settings{ReadTimeout: time.Minute, MaxAttempts: 4, PartBytes: 1 << 20, MaxRequestsInFlight: 4}
+	set := fetch.Settings{ReadTimeout: time.Minute, MaxAttempts: 4, PartBytes: 1 << 20, MaxRequestsInFlight: 4, VerifyChecksums: verify}
 	pool := fetch.NewPool(64 << 20)
 	budget := fetch.NewBudget(pool, 16<<20, 8<<20, 32<<20)
 	b := &bench{t: t, obj: fetch.Object{Key: key, ETag: etag, Size: int64(len(data))},
@@ -151,6 +159,39 @@ func TestSegmentsPartitionRecords(t *testing.T) {
 				t.Fatalf("segments yield %d records, want the object's %d in order", len(got), len(want))
 			}
 		})
+	}
+}
+
+// TestVerifiedSpanReadInChunks: a span of gzip members decoded in chunks, whose fetch
+// covers the whole object (its last member lies within the span's slack), checks the
+// object's stored checksum over every byte: once its records end, the parts its decoding
+// did not take (the last member's) are taken and checked.
+func TestVerifiedSpanReadInChunks(t *testing.T) {
+	want, text := lines(60000)
+	cut := 0
+	for range 59500 {
+		cut += bytes.IndexByte(text[cut:], '\n') + 1
+	}
+	data, starts := gzipMembers(text[:cut], 5<<19) // members of ~1.3 MB: chunks of their own
+	last := s3test.Gzip(string(text[cut:]))
+	end := int64(len(data))
+	data = append(data, last...)
+	if len(starts) < 2 || len(last) >= 64<<10 {
+		t.Fatalf("premise: %d members before a last one of %d bytes", len(starts), len(last))
+	}
+	b := newBenchVerifying(t, "o", data, 0, true)
+	p := b.plan(0, end, "gzip")
+	if r := p.FetchRange(); r.From != 0 || r.PlanEnd != int64(len(data)) {
+		t.Fatalf("premise: span [0, %d) fetches %+v, want the whole object's %d bytes", end, r, len(data))
+	}
+	// Its records, and the first of the last member: the one in progress at its end, which
+	// the span that starts there skips.
+	recs, _ := b.read(p, -1)
+	if !slices.Equal(recs, want[:59501]) {
+		t.Fatalf("span yields %d records, want %d", len(recs), 59501)
+	}
+	if st := b.fetcher.Stats(); st.ChecksumsVerified != 1 || st.ChecksumsUnchecked != 0 || st.ChecksumLookups == 0 {
+		t.Errorf("stats %+v: want the object verified, after its lookup", st)
 	}
 }
 

@@ -90,7 +90,16 @@ func (r *Reader) Start(p Plan, of *fetch.ObjectFetch) *Read {
 			rd.storedOffsets = k.storedOffsets(op)
 			return recs, err
 		},
-		Consumed: src.Consumed, Cancel: of.Cancel, StopAt: k.stopAt(), RecycleSlabs: r.RecycleSlabs, End: src.End,
+		Consumed: src.Consumed, Cancel: of.Cancel, StopAt: k.stopAt(), RecycleSlabs: r.RecycleSlabs,
+		End: func() error {
+			// A read decoded in chunks has its stream read by a feeder goroutine, which may
+			// still be reading ahead: stopped first (every record is framed), so that End
+			// reads the stream alone.
+			if rd.units != nil {
+				rd.units.Close()
+			}
+			return src.End()
+		},
 		Credit: func() decode.Credit {
 			if k.borrows(op) {
 				return credit
