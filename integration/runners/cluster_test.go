@@ -429,13 +429,15 @@ func TestFlinkSessionCluster(t *testing.T) {
 	t.Run("mixed prefix", func(t *testing.T) {
 		proxy.Reset()
 		// Each object's first GET pauses, so that both TaskManagers' subtasks are busy at once.
-		proxy.Decide = func(key string, n int) faultproxy.Fault {
-			if n == 1 {
-				return faultproxy.Fault{StallAfter: 1, Stall: 200 * time.Millisecond}
+		proxy.Configure(func(p *faultproxy.Proxy) {
+			p.Decide = func(key string, n int) faultproxy.Fault {
+				if n == 1 {
+					return faultproxy.Fault{StallAfter: 1, Stall: 200 * time.Millisecond}
+				}
+				return faultproxy.Fault{}
 			}
-			return faultproxy.Fault{}
-		}
-		defer func() { proxy.Decide = nil }()
+		})
+		defer proxy.Configure(func(p *faultproxy.Proxy) { p.Decide = nil })
 		out, p := read(t)
 		var maxWorkers [2]atomic.Int64
 		stop := make(chan struct{})
@@ -498,16 +500,18 @@ func TestFlinkSessionCluster(t *testing.T) {
 		proxy.Reset()
 		var gets atomic.Int64
 		var faulted atomic.Int64 // unix nanoseconds of the fault
-		proxy.Before = func(key string, n int) {
-			if gets.Add(1) == 6 {
-				fault(t)
-				faulted.Store(time.Now().UnixNano())
+		proxy.Configure(func(p *faultproxy.Proxy) {
+			p.Before = func(key string, n int) {
+				if gets.Add(1) == 6 {
+					fault(t)
+					faulted.Store(time.Now().UnixNano())
+				}
 			}
-		}
-		proxy.Decide = func(key string, n int) faultproxy.Fault {
-			return faultproxy.Fault{StallAfter: 1, Stall: 400 * time.Millisecond}
-		}
-		defer func() { proxy.Before, proxy.Decide = nil, nil }()
+			p.Decide = func(key string, n int) faultproxy.Fault {
+				return faultproxy.Fault{StallAfter: 1, Stall: 400 * time.Millisecond}
+			}
+		})
+		defer proxy.Configure(func(p *faultproxy.Proxy) { p.Before, p.Decide = nil, nil })
 		c.requireWhole(t)
 		out, p := read(t)
 		started := time.Now()

@@ -138,12 +138,14 @@ func TestRunners(t *testing.T) {
 			t.Run("mixed prefix", func(t *testing.T) {
 				want := seedMixedPrefix(t, g, "mixed")
 				// Each object's first GET pauses: reads that overlap show parallel tasks.
-				proxy.Decide = func(key string, n int) faultproxy.Fault {
-					if n == 1 {
-						return faultproxy.Fault{StallAfter: 1, Stall: 200 * time.Millisecond}
+				proxy.Configure(func(p *faultproxy.Proxy) {
+					p.Decide = func(key string, n int) faultproxy.Fault {
+						if n == 1 {
+							return faultproxy.Fault{StallAfter: 1, Stall: 200 * time.Millisecond}
+						}
+						return faultproxy.Fault{}
 					}
-					return faultproxy.Fault{}
-				}
+				})
 				out := filepath.Join(t.TempDir(), "records.txt")
 				p, s := beam.NewPipelineWithRoot()
 				cfg := s3io.Config{Bucket: "mixed", Prefix: "in/", Endpoint: proxy.URL, UsePathStyle: true,
@@ -174,10 +176,12 @@ func TestRunners(t *testing.T) {
 				want := seedBGZF(t, g, "units")
 				// Every GET pauses: segments read by parallel tasks overlap.
 				proxy.Reset()
-				proxy.Decide = func(key string, n int) faultproxy.Fault {
-					return faultproxy.Fault{StallAfter: 1, Stall: 100 * time.Millisecond}
-				}
-				defer func() { proxy.Decide = nil }()
+				proxy.Configure(func(p *faultproxy.Proxy) {
+					p.Decide = func(key string, n int) faultproxy.Fault {
+						return faultproxy.Fault{StallAfter: 1, Stall: 100 * time.Millisecond}
+					}
+				})
+				defer proxy.Configure(func(p *faultproxy.Proxy) { p.Decide = nil })
 				out := filepath.Join(t.TempDir(), "records.txt")
 				p, s := beam.NewPipelineWithRoot()
 				cfg := s3io.Config{Bucket: "units", Prefix: "bgzf/", Endpoint: proxy.URL, UsePathStyle: true, Framer: "ndjson",
@@ -212,11 +216,13 @@ func TestRunners(t *testing.T) {
 					g.Put(t, "quarantine", fmt.Sprintf("q/%d.txt", i), []byte(fmt.Sprintf("line %d\n", i)))
 				}
 				proxy.Reset()
-				proxy.Decide = nil
-				proxy.Before = faultproxy.BeforeFirstGet([]string{"q/2.txt"}, func(key string) {
-					g.Delete(t, "quarantine", key) // after planning, before its read
+				proxy.Configure(func(p *faultproxy.Proxy) {
+					p.Decide = nil
+					p.Before = faultproxy.BeforeFirstGet([]string{"q/2.txt"}, func(key string) {
+						g.Delete(t, "quarantine", key) // after planning, before its read
+					})
 				})
-				defer func() { proxy.Before = nil }()
+				defer proxy.Configure(func(p *faultproxy.Proxy) { p.Before = nil })
 				p, s := beam.NewPipelineWithRoot()
 				s3io.Read(s, s3io.Config{Bucket: "quarantine", Prefix: "q/", Endpoint: proxy.URL, UsePathStyle: true})
 				pr, err := submit(t, tg, endpoint, p)

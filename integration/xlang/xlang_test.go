@@ -175,12 +175,14 @@ func TestPythonRead(t *testing.T) {
 			proxy := faultproxy.New(t, g.URL)
 			want, keys := seedMixed(t, g, "mixed", "in/")
 			if tc.split {
-				proxy.Decide = func(key string, n int) faultproxy.Fault {
-					if key == keys[0] && n == 1 {
-						return faultproxy.Fault{StallAt: 0.5, Stall: 2 * time.Second}
+				proxy.Configure(func(p *faultproxy.Proxy) {
+					p.Decide = func(key string, n int) faultproxy.Fault {
+						if key == keys[0] && n == 1 {
+							return faultproxy.Fault{StallAt: 0.5, Stall: 2 * time.Second}
+						}
+						return faultproxy.Fault{}
 					}
-					return faultproxy.Fault{}
-				}
+				})
 			}
 			endpoint := tc.start(t)
 			dir := t.TempDir()
@@ -240,7 +242,9 @@ func TestPythonReadWithFailures(t *testing.T) {
 	proxy := faultproxy.New(t, g.URL)
 	want, keys := seedMixed(t, g, "failing", "in/")
 	deleted := keys[3]
-	proxy.Before = faultproxy.BeforeFirstGet([]string{deleted}, func(key string) { g.Delete(t, "failing", key) })
+	proxy.Configure(func(p *faultproxy.Proxy) {
+		p.Before = faultproxy.BeforeFirstGet([]string{deleted}, func(key string) { g.Delete(t, "failing", key) })
+	})
 	endpoint := jobservers.Prism(t)
 	dir := t.TempDir()
 	out, failuresOut := filepath.Join(dir, "records"), filepath.Join(dir, "failures")

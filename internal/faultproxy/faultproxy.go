@@ -149,6 +149,17 @@ type Proxy struct {
 	lists    listLog
 }
 
+// Configure runs set with the proxy's lock held, which its requests take to read the hooks
+// and switches. Use it to set them while the proxy may serve, and whenever its requests
+// come from another process (a job server's workers): a request over a socket carries no
+// happens-before edge from the test's goroutine, so a plain assignment races with the
+// request that reads it, however much earlier it ran.
+func (p *Proxy) Configure(set func(p *Proxy)) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	set(p)
+}
+
 // MaxInFlight returns the most object GETs that were being served at once.
 func (p *Proxy) MaxInFlight() int {
 	p.mu.Lock()
