@@ -147,14 +147,7 @@ func TestTransientFaultsAreRetried(t *testing.T) {
 			}
 			return faultproxy.Fault{}
 		}
-		cfg := s3io.Config{Bucket: "flaky", Prefix: "f/", Endpoint: p.URL, UsePathStyle: true}
-		pl, s := beam.NewPipelineWithRoot()
-		passert.EqualsList(s, beam.ParDo(s, s3test.RecordString, s3io.Read(s, cfg)), want)
-		pr, err := ptest.RunWithMetrics(pl)
-		if err != nil {
-			t.Fatalf("pipeline failed: %v", err)
-		}
-		c := s3test.Counters(pr, s3io.MetricsNamespace)
+		c := runRead(t, s3io.Config{Bucket: "flaky", Prefix: "f/", Endpoint: p.URL, UsePathStyle: true}, want)
 		if c["objects_failed"] != 0 {
 			t.Errorf("counters %v: want no failure", c)
 		}
